@@ -11,6 +11,8 @@
 //  - EOS ids from generation_config.json (int or list), falling back to config.json.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -71,7 +73,11 @@ struct ModelConfig {
   bool is_full(int layer) const { return layers[layer].kind == LayerKind::Full; }
   // Embedding scale sqrt(hidden); HF's bf16 run rounds it to bf16.
   double embed_scale() const;
-  // Parameter count (embedding counted once when tied).
+  // sqrt(hidden) rounded to bf16, as HF's bf16 run uses it (62.0 for 12B).
+  double embed_scale_bf16() const;
+  // KV-cache bytes per token (BF16) summed over all layers of one kind.
+  size_t kv_bytes_per_token(LayerKind kind, bool kv_shared = false) const;
+  // Number of stored elements: parameters plus the layer_scalar buffers (embedding once when tied).
   size_t num_parameters() const;
   // One-paragraph human summary (layers, heads, windows, KV bytes/token...).
   std::string summary() const;
@@ -95,5 +101,13 @@ nlohmann::json to_hf_config_json(const ModelConfig& cfg);
 struct LinearNames {
   static std::string q(int i), k(int i), v(int i), o(int i), gate(int i), up(int i), down(int i);
 };
+
+// Every Linear of the model in checkpoint order (q, k, [v], o, gate, up, down per layer),
+// name without prefix and without ".weight"; weight shape is [out, in].
+struct LinearShape {
+  std::string name;
+  int64_t out = 0, in = 0;
+};
+std::vector<LinearShape> linear_shapes(const ModelConfig& cfg);
 
 }  // namespace g4c::models
