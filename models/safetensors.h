@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -46,7 +47,13 @@ class SafetensorsFile {
   // `file_size` is the size of the whole file the header belongs to.
   static std::vector<TensorInfo> parse_header(std::span<const uint8_t> file_prefix, uint64_t file_size,
                                               const std::string& path_for_messages,
-                                              std::map<std::string, std::string>* metadata = nullptr);
+                                              std::map<std::string, std::string>* metadata = nullptr,
+                                              bool header_only = false);
+  // header_only: the data section may be absent (offsets are checked against the
+  // data section the header describes, not against the file size).
+  static std::unique_ptr<SafetensorsFile> open(const std::filesystem::path& path, bool header_only);
+  // True when the file carries data for every tensor (not a header-only file).
+  bool has_data() const { return has_data_; }
   ~SafetensorsFile();
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find(const std::string& name) const;
@@ -61,7 +68,9 @@ class SafetensorsFile {
   const uint8_t* base_ = nullptr;
   uint64_t size_ = 0;
   int fd_ = -1;
+  bool has_data_ = true;
   std::vector<TensorInfo> tensors_;
+  std::map<std::string, size_t> index_;
   std::map<std::string, std::string> metadata_;
 };
 
@@ -79,6 +88,9 @@ class Checkpoint {
   std::vector<std::string> names() const;                 // prefix-stripped, sorted
   const std::filesystem::path& dir() const { return dir_; }
   const std::string& prefix() const { return prefix_; }
+  bool header_only() const { return header_only_; }
+  // All files of the checkpoint (one per shard).
+  const std::vector<std::unique_ptr<SafetensorsFile>>& files() const { return files_; }
 
  private:
   std::filesystem::path dir_;
@@ -91,23 +103,56 @@ class Checkpoint {
 
 // Writes one or more shards plus model.safetensors.index.json. Tensors are
 // added in order; a shard is closed when it would exceed max_shard_bytes.
+//
+// Two ways to use it:
+//  - add(): the bytes are copied; a shard is written out as soon as it is full, so
+//    at most one shard (max_shard_bytes) is held in memory.
+//  - declare() every tensor first, then write() each one's bytes in any order and
+//    from any thread: shard headers are fixed at the first write() and the data goes
+//    straight to its place in the file (pwrite), nothing is held in memory. This is
+//    how synth streams a 24 GB checkpoint. add_header_only() is declare(), and
+//    finish(true) then writes the headers with no data section.
+// Names get `name_prefix` prepended. The two ways cannot be mixed in one writer.
 class SafetensorsWriter {
  public:
   SafetensorsWriter(std::filesystem::path dir, std::string name_prefix, uint64_t max_shard_bytes = 4ull << 30);
+  ~SafetensorsWriter();
+  SafetensorsWriter(const SafetensorsWriter&) = delete;
+  SafetensorsWriter& operator=(const SafetensorsWriter&) = delete;
   // Copies `bytes` into the output. Names get `name_prefix` prepended.
   void add(const std::string& name, DType dtype, std::vector<int64_t> shape, std::span<const uint8_t> bytes);
   // Writes the header for a tensor but no data (header-only checkpoints).
   void add_header_only(const std::string& name, DType dtype, std::vector<int64_t> shape);
+  // Declares a tensor whose bytes come later through write().
+  void declare(const std::string& name, DType dtype, std::vector<int64_t> shape);
+  // Writes a declared tensor's bytes (exactly its size). Thread-safe.
+  void write(const std::string& name, std::span<const uint8_t> bytes);
   // Flushes the shards and writes the index; returns the files written.
+  // header_only: declared tensors get headers but no data.
   std::vector<std::filesystem::path> finish(bool header_only = false);
+  // Total data bytes of all tensors added/declared so far.
+  uint64_t total_bytes() const { return total_bytes_; }
 
  private:
   struct Pending { std::string name; DType dtype; std::vector<int64_t> shape; std::vector<uint8_t> data; uint64_t nbytes; };
+  struct Slot { int shard; uint64_t abs_offset; uint64_t nbytes; bool written; };
+  void flush_shard(size_t shard, bool header_only);
+  void open_planned();
+  std::filesystem::path shard_path(size_t shard) const;
   std::filesystem::path dir_;
   std::string prefix_;
   uint64_t max_shard_bytes_;
   std::vector<std::vector<Pending>> shards_;
   uint64_t current_bytes_ = 0;
+  uint64_t total_bytes_ = 0;
+  enum class Mode { None, Add, Planned } mode_ = Mode::None;
+  bool finished_ = false;
+  std::vector<std::string> written_names_;    // add mode: temp shard paths already written
+  std::map<std::string, Slot> slots_;         // planned mode, by full name
+  std::vector<int> fds_;                      // planned mode: one per shard once opened
+  std::vector<std::string> weight_map_order_;
+  std::map<std::string, int> weight_map_;     // full name -> shard
+  std::mutex mu_;                             // planned mode: guards slots_ written flags
 };
 
 }  // namespace g4c::models
