@@ -1,0 +1,64 @@
+// The narrow interface through which GPTQ executes layers (DESIGN.md §1: passes/
+// does not depend on runtime/; tools/quant_executor implements this on the runtime),
+// and the layer-by-layer GPTQ driver built on it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "passes/quant/gptq.h"
+
+namespace g4c::quant {
+
+struct LinearInfo {
+  std::string name;  // e.g. "self_attn.q_proj", "mlp.down_proj"
+  int64_t out = 0, in = 0;
+};
+
+class CalibrationExecutor {
+ public:
+  virtual ~CalibrationExecutor() = default;
+  virtual int num_layers() const = 0;
+  virtual std::vector<LinearInfo> linears(int layer) const = 0;
+  // Called with the input X [rows, in] (row-major) of the Linears named in `linears`
+  // (Linears fed the same activations — q/k/v, gate/up — are reported together),
+  // possibly several times (one call per chunk of calibration tokens).
+  using Observer = std::function<void(const std::vector<std::string>& linears, const float* x, int64_t rows,
+                                      int64_t in)>;
+  // Runs decoder layer `layer` with its current weights on the calibration
+  // activations that enter it (computed through the already-quantized earlier
+  // layers). `observe` may be empty. With `advance`, the outputs become the inputs
+  // of layer + 1.
+  virtual void run_layer(int layer, const Observer& observe, bool advance) = 0;
+  virtual std::vector<float> weight(int layer, const std::string& linear) const = 0;  // [out, in]
+  virtual void set_weight(int layer, const std::string& linear, std::span<const float> w) = 0;
+};
+
+struct LinearReport {
+  int layer = 0;
+  std::string name;
+  int64_t out = 0, in = 0;
+  int64_t dead_columns = 0;
+  double predicted_loss = 0.0;  // GPTQ objective (see GptqResult)
+  double seconds = 0.0;         // GPTQ solve time of this Linear
+  int64_t calibration_rows = 0;
+};
+
+struct GptqDriverOptions {
+  GptqOptions gptq;
+  int threads = 1;  // for the Hessian accumulation
+  // Called once per quantized Linear, in order; receives the quantized weights.
+  std::function<void(const LinearReport&, const QuantizedLinear&)> on_linear;
+  std::function<void(int layer, double seconds)> on_layer;
+};
+
+// Sequential GPTQ: for each layer, observe the inputs of its Linears (earlier layers
+// already quantized), accumulate H = 2XᵀX per distinct input, quantize every Linear,
+// write the fake-quantized weights back, then advance the activations through the
+// quantized layer.
+void run_gptq(CalibrationExecutor& exec, const GptqDriverOptions& opt);
+
+}  // namespace g4c::quant

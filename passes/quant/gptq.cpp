@@ -1,0 +1,149 @@
+#include "passes/quant/gptq.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include "models/error.h"
+#include "passes/quant/linalg.h"
+
+namespace g4c::quant {
+
+void HessianAccumulator::reset(int64_t n) {
+  n_ = n;
+  rows_ = 0;
+  H_.assign(size_t(n * n), 0.0);
+  partial_.assign(size_t(n * n), 0.f);
+}
+
+void HessianAccumulator::add(const float* X, int64_t rows, int64_t ld, int threads) {
+  if (rows <= 0) return;
+  if (ld < n_) throw Error("gptq: Hessian input has leading dimension " + std::to_string(ld) + " < " + std::to_string(n_));
+  std::fill(partial_.begin(), partial_.end(), 0.f);
+  // Upper triangle only, in row blocks: partial[i0.., j ≥ i0] += X[:, i]ᵀ·X[:, j].
+  constexpr int64_t RB = 64;
+  for (int64_t i0 = 0; i0 < n_; i0 += RB) {
+    int64_t mi = std::min(RB, n_ - i0);
+    sgemm_acc(mi, n_ - i0, rows, X + i0, /*a_sm=*/1, /*a_sk=*/ld, X + i0, ld, partial_.data() + i0 * n_ + i0, n_,
+              threads);
+  }
+  for (int64_t i = 0; i < n_; ++i)
+    for (int64_t j = i; j < n_; ++j) {
+      double v = 2.0 * double(partial_[i * n_ + j]);
+      H_[i * n_ + j] += v;
+      if (j != i) H_[j * n_ + i] += v;
+    }
+  rows_ += rows;
+}
+
+GptqResult gptq_quantize(const float* W, int64_t out, int64_t in, const std::vector<double>& Hin,
+                         const GptqOptions& opt) {
+  auto t0 = std::chrono::steady_clock::now();
+  const int64_t n = in, G = opt.spec.group_size;
+  if (int64_t(Hin.size()) != n * n)
+    throw Error("gptq: Hessian is " + std::to_string(Hin.size()) + " values, expected " + std::to_string(n) + "²");
+  if (opt.block_size <= 0) throw Error("gptq: block size must be positive");
+  GptqResult res;
+  QuantizedLinear& q = res.q;
+  q.out = out;
+  q.in = in;
+  q.group_size = opt.spec.group_size;
+  q.symmetric = opt.spec.symmetric;
+  q.padded_in = padded_in_features(in, opt.spec.group_size);
+  const int64_t ng = q.groups();
+  q.codes.assign(size_t(out * q.padded_in), 0);
+  q.scales.assign(size_t(out * ng), 0.f);
+  q.zeros.assign(size_t(out * ng), 0);
+
+  std::vector<double> H = Hin;
+  std::vector<double> Wd(size_t(out * n));
+  for (int64_t k = 0; k < out * n; ++k) Wd[k] = W[k];
+  for (int64_t j = 0; j < n; ++j)
+    if (H[j * n + j] == 0.0) {
+      ++res.dead_columns;
+      H[j * n + j] = 1.0;
+      for (int64_t o = 0; o < out; ++o) Wd[o * n + j] = 0.0;
+    }
+
+  auto set_params = [&](int64_t o, int64_t g, const GroupParams& p) {
+    q.scales[o * ng + g] = p.scale;
+    q.zeros[o * ng + g] = uint8_t(p.zero);
+  };
+  // Column visiting order.
+  std::vector<int64_t> perm(static_cast<size_t>(n));
+  std::iota(perm.begin(), perm.end(), 0);
+  if (opt.act_order) {
+    std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) { return H[a * n + a] > H[b * n + b]; });
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t g = 0; g < ng; ++g) {
+        int64_t c0 = g * G;
+        set_params(o, g, group_params(Wd.data() + o * n + c0, std::min(G, n - c0), 1, q.symmetric));
+      }
+    std::vector<double> Hp(size_t(n * n)), Wp(size_t(out * n));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) Hp[i * n + j] = H[perm[i] * n + perm[j]];
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t j = 0; j < n; ++j) Wp[o * n + j] = Wd[o * n + perm[j]];
+    H.swap(Hp);
+    Wd.swap(Wp);
+  }
+
+  double mean_diag = 0.0;
+  for (int64_t j = 0; j < n; ++j) mean_diag += H[j * n + j];
+  mean_diag /= double(n);
+  res.damp_value = opt.damp * mean_diag;
+  for (int64_t j = 0; j < n; ++j) H[j * n + j] += res.damp_value;
+
+  std::vector<double> Hinv(size_t(n * n));
+  if (!upper_cholesky_of_inverse(H.data(), n, Hinv.data()))
+    throw Error("gptq: the damped Hessian (" + std::to_string(n) + "×" + std::to_string(n) + ", damp " +
+                std::to_string(opt.damp) + ") is not positive definite; raise --damp");
+
+  const int64_t B = opt.block_size;
+  std::vector<double> E(size_t(out * B));
+  double loss = 0.0;
+  for (int64_t i1 = 0; i1 < n; i1 += B) {
+    const int64_t i2 = std::min(i1 + B, n), bw = i2 - i1;
+    for (int64_t i = i1; i < i2; ++i) {
+      const int64_t col = perm[i];
+      if (!opt.act_order && i % G == 0) {
+        for (int64_t o = 0; o < out; ++o)
+          set_params(o, i / G, group_params(Wd.data() + o * n + i, std::min(G, n - i), 1, q.symmetric));
+      }
+      const double d = Hinv[i * n + i];
+      const double* hrow = Hinv.data() + i * n;
+      for (int64_t o = 0; o < out; ++o) {
+        double* wrow = Wd.data() + o * n;
+        const GroupParams p = q.params(o, col / G);
+        const float w = float(wrow[i]);
+        const int code = quantize_code(w, p);
+        q.codes[o * q.padded_in + col] = uint8_t(code);
+        const double err = double(w) - double(dequantize_code(code, p));
+        const double e = err / d;
+        loss += err * err / (d * d) / 2.0;
+        for (int64_t j = i + 1; j < i2; ++j) wrow[j] -= e * hrow[j];
+        E[o * B + (i - i1)] = e;
+      }
+    }
+    if (i2 < n) {
+      for (int64_t o = 0; o < out; ++o) {
+        double* wrow = Wd.data() + o * n + i2;
+        for (int64_t k = 0; k < bw; ++k) {
+          const double e = E[o * B + k];
+          const double* hrow = Hinv.data() + (i1 + k) * n + i2;
+          for (int64_t j = 0; j < n - i2; ++j) wrow[j] -= e * hrow[j];
+        }
+      }
+    }
+  }
+  // Padding columns decode to 0.
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t c = in; c < q.padded_in; ++c) q.codes[o * q.padded_in + c] = q.zeros[o * ng + c / G];
+  res.predicted_loss = loss;
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+}  // namespace g4c::quant

@@ -1,0 +1,65 @@
+// GPTQ (Frantar et al. 2022, "GPTQ: Accurate Post-Training Quantization for
+// Generative Pre-trained Transformers") for one Linear, in the lab's INT4 group format.
+//
+//   H = 2·XᵀX over the calibration inputs X [tokens, in]
+//   dead columns (diag H = 0): H_jj = 1, W[:, j] = 0
+//   H += damp · mean(diag H) · I
+//   Hinv = upper Cholesky factor of H⁻¹
+//   columns are quantized in blocks of `block_size`; after each column the error
+//   (w − q) / Hinv_jj is fed back into the remaining columns of the block through
+//   Hinv's row, and into the later blocks lazily at the end of the block.
+//   Group scales/zeros are computed at each group start from the error-updated weights.
+//   act_order: columns are visited by decreasing diag H; group parameters then come
+//   from the (dead-column-zeroed) weights of each contiguous group before any update
+//   ("static groups"), so the checkpoint keeps contiguous groups in column order.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "passes/quant/quantizer.h"
+
+namespace g4c::quant {
+
+// Accumulates H = 2·XᵀX over row blocks of activations (fp32 products per call,
+// float64 running sum).
+class HessianAccumulator {
+ public:
+  explicit HessianAccumulator(int64_t n = 0) { reset(n); }
+  void reset(int64_t n);
+  // X is [rows, n] row-major with leading dimension ld (≥ n).
+  void add(const float* X, int64_t rows, int64_t ld, int threads = 1);
+  int64_t n() const { return n_; }
+  int64_t rows() const { return rows_; }
+  // Full symmetric n×n matrix.
+  const std::vector<double>& hessian() const { return H_; }
+
+ private:
+  int64_t n_ = 0, rows_ = 0;
+  std::vector<double> H_;
+  std::vector<float> partial_;
+};
+
+struct GptqOptions {
+  QuantSpec spec;
+  double damp = 0.01;
+  int block_size = 128;
+  bool act_order = false;
+};
+
+struct GptqResult {
+  QuantizedLinear q;
+  int64_t dead_columns = 0;
+  // The GPTQ objective Σ_j ‖w_j − q_j‖² / (2·Hinv_jj²) — the increase of
+  // ½·tr((W−Q)·H_damped·(W−Q)ᵀ), i.e. ‖X·(W−Q)ᵀ‖² plus the damping term, for H = 2XᵀX.
+  double predicted_loss = 0.0;
+  double damp_value = 0.0;  // damp · mean(diag H) actually added
+  double seconds = 0.0;
+};
+
+// W is row-major [out, in] (fp32); H is the in×in Hessian (row-major float64).
+// Throws g4c::Error if the damped Hessian is not positive definite.
+GptqResult gptq_quantize(const float* W, int64_t out, int64_t in, const std::vector<double>& H,
+                         const GptqOptions& opt);
+
+}  // namespace g4c::quant
