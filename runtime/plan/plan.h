@@ -1,0 +1,67 @@
+// The executable plan (.g4p): loading, verification against a checkpoint, printing.
+//
+// The schema is runtime/plan/plan.fbs (generated header runtime/plan/plan_generated.h);
+// the kernel semantics are runtime/plan/KERNELS.md. A Plan owns its bytes; every accessor
+// returns flatbuffers views into them.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "runtime/plan/plan_generated.h"
+
+namespace g4c::models {
+struct ModelConfig;
+class Checkpoint;
+}  // namespace g4c::models
+
+namespace g4c::plan {
+
+// Bump with plan.fbs whenever the meaning of an existing field changes.
+inline constexpr uint32_t kPlanFormatVersion = 1;
+
+class Plan {
+ public:
+  // Reads and verifies a .g4p file: flatbuffers verifier (truncation, bad offsets),
+  // file identifier, format version, and the internal consistency of ids (every value /
+  // weight / kv id a step names exists). Throws g4c::Error naming the file.
+  static Plan load_file(const std::filesystem::path& path);
+  static Plan from_bytes(std::vector<uint8_t> bytes, const std::string& name_for_messages);
+  void save(const std::filesystem::path& path) const;
+
+  const fb::Plan& root() const { return *fb::GetPlan(bytes_.data()); }
+  const fb::Plan* operator->() const { return &root(); }
+  const std::vector<uint8_t>& bytes() const { return bytes_; }
+  const std::string& name() const { return name_; }
+
+  // Index of the weight with this logical name, or -1.
+  int find_weight(const std::string& name) const;
+  // Index of the value with this name, or -1.
+  int find_value(const std::string& name) const;
+  // Steps [first, last) of decoder layer `layer` (contiguous in every plan the builders emit).
+  std::pair<int, int> layer_steps(int layer) const;
+
+ private:
+  std::vector<uint8_t> bytes_;
+  std::string name_;
+};
+
+// Fingerprint of a checkpoint: FNV-1a 64 over a canonical text of the model config
+// (geometry of every layer) and every tensor's name, dtype and shape. `first_line`
+// receives a short readable summary for error messages.
+uint64_t checkpoint_fingerprint(const models::ModelConfig& cfg, const models::Checkpoint& ckpt,
+                                std::string* first_line = nullptr);
+
+// Throws g4c::Error (before any work) when the plan was built for another checkpoint:
+// fingerprint mismatch, or a weight whose key / dtype / shape is not in the checkpoint.
+void verify_plan_matches(const Plan& plan, const models::ModelConfig& cfg, const models::Checkpoint& ckpt);
+
+// Readable names.
+const char* kernel_name(fb::KernelId k);
+const char* epilogue_name(fb::Epilogue e);
+// Whole plan as text (g4c inspect): header, config, weights, KV, values, buckets, program.
+std::string describe(const Plan& plan, bool with_weights = true);
+
+}  // namespace g4c::plan

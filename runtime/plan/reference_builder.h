@@ -1,0 +1,29 @@
+// Reference plan builder: emits the Gemma 4 program of KERNELS.md for a ModelConfig
+// directly with flatbuffers, WITHOUT MLIR.
+//
+// Why it exists: codegen (MLIR g4 graph -> plan) is the production path for `g4c compile`;
+// this builder is the independent C++ statement of the same program. It lets the runtime,
+// its golden tests and `g4c run --model DIR` (when codegen is not linked) work on their own,
+// and codegen's plan is tested step for step against it (tests/codegen).
+//
+// Weights are taken from the checkpoint: a Linear with `<name>.qweight` is bound as INT4
+// (group size, padded_in, symmetric derived from the qweight/scales/zeros tensors), else dense.
+#pragma once
+
+#include <vector>
+
+#include "runtime/plan/plan.h"
+
+namespace g4c::plan {
+
+struct ReferenceOptions {
+  bool fused = true;            // fused kernel set (production) or the unfused elementwise form
+  int max_chunk_tokens = 256;   // most tokens a sequence feeds per step (ring capacity = W-1+this)
+  int kv_block_size = 16;       // tokens per paged block (full layers)
+  std::vector<int> bucket_tokens = {16, 64, 256, 1024};  // shape buckets (tokens per step)
+};
+
+Plan build_reference_plan(const models::ModelConfig& cfg, const models::Checkpoint& ckpt,
+                          const ReferenceOptions& opts = {});
+
+}  // namespace g4c::plan
