@@ -1,0 +1,62 @@
+// The backend interface: a narrow abstract class (ggml style) that executes plan steps.
+//
+// A backend owns the activation values and the KV storage; it never decides what to run
+// (the engine and the scheduler do). The CPU backend (runtime/cpu/) is the reference; the
+// CUDA backend implements the same interface with device memory and CUDA graphs per bucket.
+//
+// Life cycle:  prepare(plan, weights, kv sizes) once → execute(batch, steps) many times.
+// Between execute() calls of the same batch the values keep their contents, so a caller
+// may run the program in pieces (layer by layer, GPTQ) and read/write values in between.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "runtime/batch.h"
+#include "runtime/plan/plan.h"
+#include "runtime/weights.h"
+
+namespace g4c::runtime {
+
+struct KvSizes {
+  int ring_slots = 1;  // sequences that can hold ring KV at once (every Ring layer)
+  int num_blocks = 1;  // blocks of the paged pool (every Paged layer has this many)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+
+  // Binds the plan and the weights (the store must outlive the backend) and allocates
+  // KV storage. Called once.
+  virtual void prepare(const plan::Plan& plan, const WeightStore& weights, const KvSizes& kv) = 0;
+
+  // Runs program steps [first_step, last_step) on `batch`. With first_step == 0 the values
+  // are (re)sized for the batch; otherwise they keep what earlier calls left in them.
+  virtual void execute(const BatchDesc& batch, int first_step, int last_step) = 0;
+
+  // Host copy of a value ([rows, cols] row-major, fp32) after execute(). Returns rows.
+  virtual int read_value(int value, std::vector<float>* out) const = 0;
+  // Overwrites a value's rows (rows × cols floats) for the current batch.
+  virtual void write_value(int value, std::span<const float> data) = 0;
+
+  // Called before every Linear step with the step index and its input x [rows, cols] (host
+  // fp32). Used by GPTQ to collect activations. Empty function = no observer.
+  using LinearObserver = std::function<void(int step, const float* x, int rows, int cols)>;
+  virtual void set_linear_observer(LinearObserver observer) = 0;
+
+  // The weight store's data for `weight` changed (WeightStore::replace).
+  virtual void weight_updated(int weight) = 0;
+
+  // Peak bytes this backend has held (weights it owns, KV, values, workspaces).
+  virtual size_t peak_bytes() const = 0;
+};
+
+// The CPU reference backend. threads <= 0: hardware concurrency.
+std::unique_ptr<Backend> make_cpu_backend(int threads);
+
+}  // namespace g4c::runtime

@@ -1,0 +1,24 @@
+// Reference CPU math of the plan kernels (KERNELS.md): fp32 storage, fp32 accumulation
+// (norm sums in double). Pure functions over row-major arrays; the backend binds them.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/cpu/thread_pool.h"
+#include "runtime/plan/plan.h"
+
+namespace g4c::runtime::cpu {
+
+// y[rows, N] = epilogue(x[rows, K] · W0[N, K]ᵀ [, W1]); residual may alias y.
+void linear(ThreadPool& pool, const float* x, int rows, int K, const float* w0, const float* w1, int N,
+            const float* residual, float* y, plan::fb::Epilogue epilogue);
+
+// y = rms(x, w) over groups of norm_dim columns; y may alias x; w may be null.
+void rms_norm(const float* x, float* y, int rows, int cols, int norm_dim, const float* w, float eps);
+
+// Rotate-half RoPE in place on every head of D columns of each row, at positions[row].
+void rope(float* x, int rows, int cols, const int32_t* positions, int head_dim, int rotary_pairs, double theta);
+
+float gelu_tanh(float x);
+
+}  // namespace g4c::runtime::cpu

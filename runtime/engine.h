@@ -1,0 +1,115 @@
+// The Engine: one loaded model (plan + checkpoint + weights + backend + KV managers) and
+// the entry points every consumer uses.
+//
+//   auto engine = Engine::open("models/gemma4-tiny", std::nullopt, {.max_sequences = 8});
+//
+//  - Serving (`g4c run`, Python generate): generate(requests) runs the continuous-batching
+//    Scheduler to completion; results come back in input order, each also reported through
+//    `on_finish` as soon as it is done.
+//  - Scoring (`g4c eval`, Python logits): logits(token_ids, chunk) feeds one sequence through
+//    the KV cache in chunks (eval uses 128) and returns the softcapped fp32 logits of EVERY
+//    position [T, vocab] (or streams them to a sink chunk by chunk). Log-softmax is the
+//    caller's (fp32).
+//  - GPTQ / layer-by-layer execution: open_sequence() + forward(batch, first, last) run any
+//    step range of the program (plan().layer_steps(i) gives layer i's range); values persist
+//    between calls and are read/written through backend().read_value/write_value (the values
+//    at a layer boundary are "h" and "a" — residual stream and its input norm);
+//    backend().set_linear_observer() sees the input of every Linear step (plan step index →
+//    plan()->program()->Get(i)->label() and ->weights()); replace_weight() swaps a weight's data
+//    (e.g. fake-quantized) in place for all later execution.
+//  - CUDA: pass another Backend to open(); the scheduler, KV managers and plan are the same.
+//
+// An Engine is single-threaded from the caller's side (the backend may use threads inside).
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "models/config.h"
+#include "runtime/backend.h"
+#include "runtime/kv.h"
+#include "runtime/plan/plan.h"
+#include "runtime/scheduler.h"
+#include "runtime/weights.h"
+
+namespace g4c::models {
+class Checkpoint;
+}
+
+namespace g4c::runtime {
+
+struct EngineOptions {
+  int max_sequences = 8;   // running sequences at once (= --batch-size); ring slots
+  int max_seq_len = 2048;  // longest prompt + generation
+  int token_budget = 0;    // tokens per step; 0: max(512, max_sequences)
+  int chunk_tokens = 0;    // prefill tokens per sequence per step; 0: plan max_chunk_tokens
+  int kv_blocks = 0;       // paged pool blocks; 0: enough for max_sequences full-length sequences
+  int threads = 0;         // CPU threads; 0: hardware concurrency
+};
+
+struct RunStats {
+  int steps = 0;
+  int preemptions = 0;
+  int64_t tokens_computed = 0;  // tokens fed through the model (prefill + decode + recompute)
+};
+
+class Engine {
+ public:
+  // Loads config + checkpoint from model_dir; uses `plan` or, when absent, builds the reference
+  // plan (runtime/plan/reference_builder.h); verifies the plan against the checkpoint BEFORE
+  // loading any weight; backend defaults to the CPU backend.
+  static std::unique_ptr<Engine> open(const std::filesystem::path& model_dir, std::optional<plan::Plan> plan,
+                                      const EngineOptions& options, std::unique_ptr<Backend> backend = nullptr);
+  ~Engine();
+
+  const models::ModelConfig& config() const { return cfg_; }
+  const plan::Plan& plan() const { return plan_; }
+  const EngineOptions& options() const { return opts_; }
+  WeightStore& weights() { return *weights_; }
+  Backend& backend() { return *backend_; }
+  BlockPool* block_pool() { return blocks_.get(); }  // null without paged layers
+  RingSlots& ring_slots() { return *rings_; }
+  int vocab_size() const { return cfg_.vocab_size; }
+  const RunStats& stats() const { return stats_; }
+
+  // Serving: runs every request to completion (results in input order).
+  std::vector<GenerationResult> generate(std::vector<GenerationRequest> requests,
+                                         const std::function<void(const GenerationResult&)>& on_finish = {});
+
+  // Scoring: logits of every position [T, vocab], fed in chunks of `chunk` tokens (0: plan
+  // max). With a sink, rows are handed over chunk by chunk and the return value is empty.
+  using LogitSink = std::function<void(int first_row, int rows, const float* logits)>;
+  std::vector<float> logits(std::span<const int32_t> tokens, int chunk = 0, const LogitSink& sink = {});
+
+  // Low level: KV of one sequence outside the scheduler, and running a step range.
+  struct SequenceKv {
+    int ring_slot = -1;
+    BlockTable blocks;
+  };
+  SequenceKv open_sequence();
+  void grow_sequence(SequenceKv& kv, int total_tokens);  // throws when the pool is exhausted
+  void close_sequence(SequenceKv& kv);
+  void forward(const BatchDesc& batch, int first_step = 0, int last_step = -1);
+  // Logits rows of the last forward() (R × vocab).
+  std::vector<float> last_logits() const;
+
+  // Replaces weight `name` (plan weight name, e.g. "layers.0.mlp.up_proj.weight").
+  void replace_weight(const std::string& name, std::span<const float> values);
+
+ private:
+  Engine(plan::Plan plan, models::ModelConfig cfg, const EngineOptions& opts);
+  plan::Plan plan_;
+  models::ModelConfig cfg_;
+  EngineOptions opts_;
+  std::unique_ptr<WeightStore> weights_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<RingSlots> rings_;
+  std::unique_ptr<BlockPool> blocks_;
+  RunStats stats_;
+};
+
+}  // namespace g4c::runtime

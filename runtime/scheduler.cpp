@@ -1,0 +1,196 @@
+// Continuous-batching scheduler (see scheduler.h for the policy).
+#include "runtime/scheduler.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "models/error.h"
+
+namespace g4c::runtime {
+
+struct Scheduler::Sequence {
+  GenerationRequest req;
+  int id = 0, index = 0;
+  std::vector<int32_t> tokens;  // prompt + generated: everything whose KV the model needs
+  int computed = 0;             // tokens whose KV is in the cache
+  int ring_slot = -1;
+  BlockTable blocks;
+  std::vector<int32_t> generated;
+  std::mt19937_64 rng;
+  Clock::time_point queued, last_token;
+  std::vector<double> decode_latencies;
+  double prefill_latency = 0;
+  int preemptions = 0;
+  int remaining() const { return int(tokens.size()) - computed; }
+};
+
+Scheduler::Scheduler(SchedulerOptions opts, RingSlots* rings, BlockPool* blocks)
+    : opts_(std::move(opts)), rings_(rings), blocks_(blocks) {
+  if (opts_.token_budget < opts_.max_sequences)
+    throw Error("scheduler: the token budget (" + std::to_string(opts_.token_budget) +
+                ") must hold one decode token of every running sequence (" + std::to_string(opts_.max_sequences) + ")");
+  if (opts_.chunk_tokens <= 0) throw Error("scheduler: chunk_tokens must be positive");
+}
+
+Scheduler::~Scheduler() = default;
+
+void Scheduler::add(GenerationRequest request, int index, Clock::time_point queued) {
+  auto s = std::make_unique<Sequence>();
+  s->id = int(all_.size());
+  s->index = index;
+  s->tokens = request.prompt;
+  s->rng.seed(request.sampling.seed ? *request.sampling.seed : 0x9e3779b97f4a7c15ull * uint64_t(index + 1));
+  s->queued = s->last_token = queued;
+  s->req = std::move(request);
+  Sequence* p = s.get();
+  all_.push_back(std::move(s));
+  if (p->req.max_new_tokens <= 0) {  // nothing to generate
+    finish(p, "length", "", queued);
+    return;
+  }
+  waiting_.push_back(p);
+}
+
+ScheduledChunk Scheduler::chunk_of(Sequence& s, int n) const {
+  ScheduledChunk c;
+  c.seq = s.id;
+  c.tokens = s.tokens.data() + s.computed;
+  c.num_tokens = n;
+  c.position = s.computed;
+  c.ring_slot = s.ring_slot;
+  c.blocks = &s.blocks;
+  c.needs_logits = s.computed + n == int(s.tokens.size());
+  return c;
+}
+
+void Scheduler::preempt(Sequence* s) {
+  running_.erase(std::find(running_.begin(), running_.end(), s));
+  if (s->ring_slot >= 0) rings_->free(s->ring_slot);
+  s->ring_slot = -1;
+  if (blocks_) blocks_->free(s->blocks);
+  s->computed = 0;  // recompute prompt + generated when re-admitted
+  ++s->preemptions;
+  ++preemptions_;
+  waiting_.push_front(s);
+}
+
+void Scheduler::finish(Sequence* s, const std::string& reason, const std::string& error, Clock::time_point now) {
+  auto it = std::find(running_.begin(), running_.end(), s);
+  if (it != running_.end()) running_.erase(it);
+  if (s->ring_slot >= 0) rings_->free(s->ring_slot);
+  s->ring_slot = -1;
+  if (blocks_) blocks_->free(s->blocks);
+  GenerationResult r;
+  r.id = s->req.id;
+  r.index = s->index;
+  r.tokens = std::move(s->generated);
+  r.finish_reason = reason;
+  r.error = error;
+  r.prompt_tokens = int(s->req.prompt.size());
+  r.prefill_latency_s = s->prefill_latency;
+  r.decode_latencies_s = std::move(s->decode_latencies);
+  r.total_latency_s = std::chrono::duration<double>(now - s->queued).count();
+  r.preemptions = s->preemptions;
+  finished_.push_back(std::move(r));
+  s->tokens.clear();
+  s->tokens.shrink_to_fit();
+}
+
+bool Scheduler::try_admit(Sequence& s, int& budget, std::vector<ScheduledChunk>& out) {
+  if (!rings_->can_allocate() || int(running_.size()) >= opts_.max_sequences) return false;
+  if (blocks_ && !blocks_->can_allocate(int(s.tokens.size()))) return false;
+  const int n = std::min({s.remaining(), opts_.chunk_tokens, budget});
+  s.ring_slot = rings_->allocate();
+  if (blocks_) blocks_->append(s.blocks, s.computed + n);
+  running_.push_back(&s);
+  out.push_back(chunk_of(s, n));
+  budget -= n;
+  return true;
+}
+
+std::vector<ScheduledChunk> Scheduler::schedule() {
+  for (;;) {
+    std::vector<ScheduledChunk> out;
+    int budget = opts_.token_budget;
+    // 1. Decode: one token for every running sequence whose known tokens are all computed but one.
+    for (size_t i = 0; i < running_.size(); ++i) {
+      Sequence* s = running_[i];
+      if (s->remaining() != 1) continue;
+      bool dropped = false;
+      while (blocks_ && !blocks_->can_append(s->blocks, s->computed + 1)) {
+        Sequence* victim = running_.back();
+        if (victim == s && running_.size() == 1) {
+          finish(s, "error", "request " + s->req.id + " needs more KV blocks than the whole pool holds (" +
+                                 std::to_string(blocks_->num_blocks()) + " blocks of " +
+                                 std::to_string(blocks_->block_size()) + " tokens)", Clock::now());
+          dropped = true;
+          break;
+        }
+        preempt(victim);
+        if (victim == s) {
+          dropped = true;
+          break;
+        }
+      }
+      if (dropped) break;  // s was the last running sequence: nothing after it
+      if (blocks_) blocks_->append(s->blocks, s->computed + 1);
+      out.push_back(chunk_of(*s, 1));
+      --budget;
+    }
+    // 2. Chunked prefill of running sequences that are still prefilling.
+    for (Sequence* s : running_) {
+      if (s->remaining() <= 1 || budget <= 0) continue;
+      const int n = std::min({s->remaining(), opts_.chunk_tokens, budget});
+      if (blocks_ && !blocks_->can_append(s->blocks, s->computed + n)) continue;
+      if (blocks_) blocks_->append(s->blocks, s->computed + n);
+      out.push_back(chunk_of(*s, n));
+      budget -= n;
+    }
+    // 3. Admission in arrival order, by KV capacity.
+    while (!waiting_.empty() && budget > 0) {
+      Sequence* s = waiting_.front();
+      if (!try_admit(*s, budget, out)) {
+        if (running_.empty() && out.empty() && blocks_ && !blocks_->can_allocate(int(s->tokens.size()))) {
+          waiting_.pop_front();  // can never fit: fail it rather than wait forever
+          finish(s, "error", "request " + s->req.id + " needs more KV blocks than the whole pool holds", Clock::now());
+          continue;
+        }
+        break;
+      }
+      waiting_.pop_front();
+    }
+    if (!out.empty() || done()) return out;
+    if (running_.empty()) continue;  // only errors were produced; look again
+    // Every running sequence is blocked on KV: free the newest one and try again.
+    preempt(running_.back());
+  }
+}
+
+void Scheduler::complete(const std::vector<ScheduledChunk>& chunks, const float* logits, int vocab,
+                         Clock::time_point now) {
+  int row = 0;
+  for (const auto& c : chunks) {
+    Sequence* s = all_[c.seq].get();
+    s->computed += c.num_tokens;
+    if (!c.needs_logits) continue;
+    const int32_t tok = sample(logits + size_t(row++) * vocab, vocab, s->req.sampling, s->rng);
+    if (s->generated.empty())
+      s->prefill_latency = std::chrono::duration<double>(now - s->queued).count();
+    else
+      s->decode_latencies.push_back(std::chrono::duration<double>(now - s->last_token).count());
+    s->last_token = now;
+    s->generated.push_back(tok);
+    s->tokens.push_back(tok);
+    const auto& stop = s->req.stop_token_ids;
+    const auto& eos = opts_.eos_token_ids;
+    if (std::find(stop.begin(), stop.end(), tok) != stop.end() ||
+        (!s->req.ignore_eos && std::find(eos.begin(), eos.end(), tok) != eos.end()))
+      finish(s, "stop", "", now);
+    else if (int(s->generated.size()) >= s->req.max_new_tokens || int(s->tokens.size()) >= opts_.max_seq_len)
+      finish(s, "length", "", now);
+  }
+}
+
+std::vector<GenerationResult> Scheduler::take_finished() { return std::exchange(finished_, {}); }
+
+}  // namespace g4c::runtime

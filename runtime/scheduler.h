@@ -1,0 +1,109 @@
+// Continuous-batching scheduler: owns the request queues and decides, step by step, which
+// tokens of which sequences run. Policy (nano-vllm / vLLM v1 style):
+//  - decode first: every running sequence whose prompt is done feeds its last token;
+//  - then chunked prefill under the per-step token budget (at most chunk_tokens per
+//    sequence per step): running sequences still prefilling first, then admission of waiting
+//    requests in arrival order while a ring slot is free and the block pool can hold the
+//    request's known tokens (admission by KV capacity);
+//  - when a running sequence cannot get the block it needs, the most recently admitted
+//    running sequence is preempted: its KV is freed and it goes back to the head of the
+//    queue with prompt + generated tokens, to be recomputed (no output changes);
+//  - a sequence that finishes (stop token, EOS, max_new_tokens, max sequence length)
+//    frees its ring slot and blocks in the same step.
+// The scheduler never touches device memory: it works on RingSlots/BlockPool ids; the
+// engine turns a schedule into a BatchDesc for whichever backend runs it.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/kv.h"
+#include "runtime/sampler.h"
+
+namespace g4c::runtime {
+
+struct GenerationRequest {
+  std::string id;                      // request_id as written to outputs
+  std::vector<int32_t> prompt;         // token ids (BOS included)
+  int max_new_tokens = 32;
+  std::vector<int32_t> stop_token_ids; // extra stop ids of this request
+  bool ignore_eos = false;             // do not stop on the model's EOS ids
+  SamplingParams sampling;
+};
+
+struct GenerationResult {
+  std::string id;
+  int index = 0;                       // position of the request in the input
+  std::vector<int32_t> tokens;         // generated tokens (stop token included when hit)
+  std::string finish_reason;           // "length" | "stop" | "error"
+  std::string error;                   // message when finish_reason == "error"
+  int prompt_tokens = 0;
+  double prefill_latency_s = 0;        // queued → first token
+  std::vector<double> decode_latencies_s;  // between consecutive tokens
+  double total_latency_s = 0;          // queued → last token
+  int preemptions = 0;
+};
+
+struct SchedulerOptions {
+  int max_sequences = 8;    // running sequences at once (ring slots)
+  int token_budget = 512;   // tokens per step, all sequences together
+  int chunk_tokens = 256;   // tokens one sequence feeds per step (<= plan max_chunk_tokens)
+  int max_seq_len = 2048;   // prompt + generated
+  std::vector<int32_t> eos_token_ids;
+};
+
+// One sequence's share of a step.
+struct ScheduledChunk {
+  int seq = 0;              // scheduler sequence id (index of the request)
+  const int32_t* tokens = nullptr;
+  int num_tokens = 0;
+  int position = 0;         // position of tokens[0]
+  int ring_slot = -1;
+  const BlockTable* blocks = nullptr;
+  bool needs_logits = false;  // the last token's logits decide the next token
+};
+
+class Scheduler {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // blocks may be null when the model has no paged (full-attention) layer.
+  Scheduler(SchedulerOptions opts, RingSlots* rings, BlockPool* blocks);
+  ~Scheduler();
+
+  // Queues a request (validated by the caller). `index` identifies it in results.
+  void add(GenerationRequest request, int index, Clock::time_point queued);
+  bool done() const { return waiting_.empty() && running_.empty(); }
+  int num_running() const { return int(running_.size()); }
+  int num_waiting() const { return int(waiting_.size()); }
+  int total_preemptions() const { return preemptions_; }
+
+  // The next step's chunks; empty only when done().
+  std::vector<ScheduledChunk> schedule();
+  // Logits (row r for the r-th chunk with needs_logits) of the step just run: samples,
+  // appends, finishes and frees.
+  void complete(const std::vector<ScheduledChunk>& chunks, const float* logits, int vocab, Clock::time_point now);
+  // Results of requests finished since the last call.
+  std::vector<GenerationResult> take_finished();
+
+ private:
+  struct Sequence;
+  bool try_admit(Sequence& s, int& budget, std::vector<ScheduledChunk>& out);
+  void preempt(Sequence* s);
+  void finish(Sequence* s, const std::string& reason, const std::string& error, Clock::time_point now);
+  ScheduledChunk chunk_of(Sequence& s, int n) const;
+
+  SchedulerOptions opts_;
+  RingSlots* rings_;
+  BlockPool* blocks_;
+  std::vector<std::unique_ptr<Sequence>> all_;
+  std::deque<Sequence*> waiting_;
+  std::vector<Sequence*> running_;  // admission order
+  std::vector<GenerationResult> finished_;
+  int preemptions_ = 0;
+};
+
+}  // namespace g4c::runtime

@@ -1,0 +1,104 @@
+// Weight store loading: dense conversion and INT4 dequantization (see weights.h).
+#include "runtime/weights.h"
+
+#include <thread>
+
+#include "models/error.h"
+#include "models/int4.h"
+#include "models/safetensors.h"
+
+namespace g4c::runtime {
+namespace {
+
+void to_f32(const models::TensorView& v, float* out) {
+  const int64_t n = v.info->numel();
+  switch (v.info->dtype) {
+    case DType::BF16: for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_f32(v.as<uint16_t>()[i]); break;
+    case DType::F16: for (int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(v.as<uint16_t>()[i]); break;
+    case DType::F32: std::memcpy(out, v.data, size_t(n) * 4); break;
+    default: throw Error(v.info->file + ": tensor " + v.info->name + " is " + std::string(dtype_name(v.info->dtype)) +
+                         ", expected a floating point weight");
+  }
+}
+
+std::vector<float> load_one(const plan::fb::Weight& w, const models::Checkpoint& ckpt) {
+  if (w.format() == plan::fb::WeightFormat::Dense) {
+    auto v = ckpt.get(w.checkpoint_key()->str());
+    std::vector<float> out(size_t(v.info->numel()));
+    to_f32(v, out.data());
+    return out;
+  }
+  const auto* l = w.int4();
+  auto q = ckpt.get(l->qweight_key()->str());
+  auto s = ckpt.get(l->scales_key()->str());
+  models::int4::Params p;
+  p.group_size = l->group_size();
+  p.symmetric = l->symmetric();
+  p.scale_dtype = s.info->dtype;
+  const int64_t out = l->out_features(), in = l->in_features(), groups = l->padded_in() / l->group_size();
+  if (q.info->numel() != out * l->padded_in() / 2 || s.info->numel() != out * groups)
+    throw Error(ckpt.dir().string() + ": INT4 tensors of " + w.name()->str() + " do not match the plan's layout");
+  std::span<const uint8_t> zeros;
+  if (!l->symmetric()) {
+    auto z = ckpt.get(l->zeros_key()->str());
+    if (z.info->numel() != out * groups) throw Error(ckpt.dir().string() + ": zeros of " + w.name()->str() + " have the wrong size");
+    zeros = z.bytes();
+  }
+  return models::int4::dequantize(q.bytes(), {s.as<uint16_t>(), size_t(out * groups)}, zeros, out, in, p);
+}
+
+}  // namespace
+
+std::unique_ptr<WeightStore> WeightStore::load(const plan::Plan& plan, const models::Checkpoint& ckpt, int threads) {
+  auto store = std::make_unique<WeightStore>();
+  const auto* ws = plan->weights();
+  const int n = int(ws->size());
+  store->data_.resize(n);
+  for (const auto* w : *ws) {
+    store->shapes_.emplace_back(w->shape()->begin(), w->shape()->end());
+    store->names_.push_back(w->name()->str());
+  }
+  std::vector<std::string> errors(n);
+  auto work = [&](int t, int nt) {
+    for (int i = t; i < n; i += nt) try {
+        store->data_[i] = load_one(*ws->Get(i), ckpt);
+        int64_t numel = 1;
+        for (auto d : store->shapes_[i]) numel *= d;
+        if (int64_t(store->data_[i].size()) != numel)
+          throw Error(ckpt.dir().string() + ": weight " + store->names_[i] + " has " +
+                      std::to_string(store->data_[i].size()) + " elements, the plan says " + std::to_string(numel));
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+  };
+  threads = std::max(1, std::min(threads, n));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work, t, threads);
+  work(0, threads);
+  for (auto& th : pool) th.join();
+  for (const auto& e : errors)
+    if (!e.empty()) throw Error(e);
+  return store;
+}
+
+int WeightStore::find(const std::string& name) const {
+  for (int i = 0; i < size(); ++i)
+    if (names_[i] == name) return i;
+  return -1;
+}
+
+void WeightStore::replace(int id, std::span<const float> values) {
+  if (id < 0 || id >= size()) throw Error("WeightStore::replace: no weight " + std::to_string(id));
+  if (values.size() != data_[id].size())
+    throw Error("WeightStore::replace: " + names_[id] + " has " + std::to_string(data_[id].size()) + " elements, got " +
+                std::to_string(values.size()));
+  std::copy(values.begin(), values.end(), data_[id].begin());
+}
+
+size_t WeightStore::total_bytes() const {
+  size_t b = 0;
+  for (const auto& d : data_) b += d.size() * sizeof(float);
+  return b;
+}
+
+}  // namespace g4c::runtime

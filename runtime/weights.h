@@ -1,0 +1,40 @@
+// Host weight store: every weight of the plan as a row-major fp32 array, loaded from the
+// checkpoint (BF16 / F16 / F32 dense, or the lab INT4 format dequantized at load).
+//
+// The CPU backend computes from these arrays directly. GPTQ replaces a Linear's data with
+// fake-quantized values through replace(); backends that keep their own copy (CUDA) are
+// told through Backend::weight_updated().
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/plan/plan.h"
+
+namespace g4c::runtime {
+
+class WeightStore {
+ public:
+  // Loads every weight of `plan` from `ckpt` (verify_plan_matches first). `threads` > 1
+  // converts weights in parallel. Throws g4c::Error naming the tensor on bad data.
+  static std::unique_ptr<WeightStore> load(const plan::Plan& plan, const models::Checkpoint& ckpt, int threads = 1);
+
+  int size() const { return int(data_.size()); }
+  const float* data(int id) const { return data_[id].data(); }
+  size_t numel(int id) const { return data_[id].size(); }
+  const std::vector<int64_t>& shape(int id) const { return shapes_[id]; }
+  const std::string& name(int id) const { return names_[id]; }
+  int find(const std::string& name) const;  // -1 if absent
+  // Replaces a weight's values (same number of elements; throws otherwise).
+  void replace(int id, std::span<const float> values);
+  size_t total_bytes() const;
+
+ private:
+  std::vector<std::vector<float>> data_;
+  std::vector<std::vector<int64_t>> shapes_;
+  std::vector<std::string> names_;
+};
+
+}  // namespace g4c::runtime

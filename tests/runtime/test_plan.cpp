@@ -1,0 +1,141 @@
+// Plan schema and loader: the reference program's structure, round trip through a file,
+// and the clear errors for truncated plans, other versions and other checkpoints.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "models/config.h"
+#include "models/error.h"
+#include "models/safetensors.h"
+#include "runtime/plan/plan.h"
+#include "runtime/plan/reference_builder.h"
+#include "tests/runtime/support.h"
+
+using namespace g4c;
+namespace fb = g4c::plan::fb;
+
+namespace {
+
+struct Tiny {
+  models::ModelConfig cfg = models::load_model_config(test::tiny_model_dir());
+  std::unique_ptr<models::Checkpoint> ckpt = models::Checkpoint::open(test::tiny_model_dir());
+};
+
+std::vector<uint8_t> read_all(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+int count(const plan::Plan& p, fb::KernelId k) {
+  int n = 0;
+  for (const auto* s : *p->program()) n += s->kernel() == k;
+  return n;
+}
+
+}  // namespace
+
+TEST(Plan, ReferenceProgramHasTheGemma4Structure) {
+  Tiny t;
+  auto p = plan::build_reference_plan(t.cfg, *t.ckpt);
+  EXPECT_EQ(p->format_version(), plan::kPlanFormatVersion);
+  EXPECT_EQ(p->model()->num_layers(), 12);
+  // 12 layers: q,k linears each, v only on the 10 sliding layers (full layers are k_eq_v),
+  // o, gate/up, down: 12*5 + 10 = 70 Linear steps.
+  EXPECT_EQ(count(p, fb::KernelId::Linear), 70);
+  EXPECT_EQ(count(p, fb::KernelId::Attention), 12);
+  EXPECT_EQ(count(p, fb::KernelId::PostNormResidual), 24);
+  EXPECT_EQ(count(p, fb::KernelId::LmHead), 1);
+  // Ring for sliding layers with capacity W-1+max_chunk, paged blocks for the 2 full layers.
+  int rings = 0, paged = 0;
+  for (const auto* k : *p->kv()) {
+    if (k->kind() == fb::KvKind::Ring) {
+      ++rings;
+      EXPECT_EQ(k->capacity(), 128 - 1 + p->max_chunk_tokens());
+    } else {
+      ++paged;
+      EXPECT_EQ(k->head_dim(), 128);
+      EXPECT_EQ(k->num_kv_heads(), 1);
+    }
+  }
+  EXPECT_EQ(rings, 10);
+  EXPECT_EQ(paged, 2);
+  // Layer 5 is full: proportional RoPE with p=0.25 over D=128 rotates int(0.25*64) = 16 pairs.
+  for (const auto* s : *p->program())
+    if (s->kernel() == fb::KernelId::QkNormRopeKvWrite && s->layer() == 5) {
+      EXPECT_EQ(s->attrs()->rotary_pairs(), 16);
+      EXPECT_TRUE(s->attrs()->v_from_k());
+      EXPECT_DOUBLE_EQ(s->attrs()->rope_theta(), 1e6);
+    }
+  EXPECT_NE(plan::describe(p).find("QkNormRopeKvWrite"), std::string::npos);
+}
+
+TEST(Plan, RoundTripsThroughAFile) {
+  Tiny t;
+  auto p = plan::build_reference_plan(t.cfg, *t.ckpt);
+  auto dir = test::temp_dir("plan");
+  p.save(dir / "tiny.g4p");
+  auto q = plan::Plan::load_file(dir / "tiny.g4p");
+  EXPECT_EQ(q.bytes(), p.bytes());
+  EXPECT_NO_THROW(plan::verify_plan_matches(q, t.cfg, *t.ckpt));
+}
+
+TEST(Plan, TruncatedPlanIsAClearError) {
+  Tiny t;
+  auto bytes = plan::build_reference_plan(t.cfg, *t.ckpt).bytes();
+  for (size_t keep : {size_t(0), size_t(7), bytes.size() / 2, bytes.size() - 1}) {
+    std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + keep);
+    try {
+      plan::Plan::from_bytes(cut, "cut.g4p");
+      ADD_FAILURE() << "a plan cut to " << keep << " bytes was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("cut.g4p"), std::string::npos) << e.what();
+    }
+  }
+  std::vector<uint8_t> junk(4096, 0x5a);
+  EXPECT_THROW(plan::Plan::from_bytes(junk, "junk.g4p"), Error);
+}
+
+TEST(Plan, OtherFormatVersionIsRefused) {
+  Tiny t;
+  auto bytes = plan::build_reference_plan(t.cfg, *t.ckpt).bytes();
+  // Patch format_version in place (same buffer layout, only the scalar changes).
+  auto* root = fb::GetMutablePlan(bytes.data());
+  ASSERT_TRUE(root->mutate_format_version(plan::kPlanFormatVersion + 1));
+  try {
+    plan::Plan::from_bytes(bytes, "v2.g4p");
+    FAIL() << "a plan of another version was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("version"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Plan, PlanForAnotherCheckpointIsRefused) {
+  Tiny t;
+  auto p = plan::build_reference_plan(t.cfg, *t.ckpt);
+  // A checkpoint that differs in one tensor shape: write a copy with the final norm cut.
+  auto dir = test::temp_dir("other_ckpt");
+  {
+    models::SafetensorsWriter w(dir, "model.");
+    for (const auto& n : t.ckpt->names()) {
+      auto v = t.ckpt->get(n);
+      auto shape = v.info->shape;
+      size_t bytes = v.info->nbytes;
+      if (n == "norm.weight") {
+        shape[0] -= 1;
+        bytes -= 2;
+      }
+      w.add(n, v.info->dtype, shape, {v.data, bytes});
+    }
+    w.finish();
+  }
+  std::filesystem::copy_file(test::tiny_model_dir() / "config.json", dir / "config.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  auto other = models::Checkpoint::open(dir);
+  auto cfg = models::load_model_config(dir);
+  try {
+    plan::verify_plan_matches(p, cfg, *other);
+    FAIL() << "a plan for another checkpoint was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("another checkpoint"), std::string::npos) << e.what();
+  }
+}
