@@ -410,7 +410,7 @@ json released_json(int hidden, int layers, int q_heads, int kv, int head_dim, in
   return json{{"model_type", "gemma4_text"},
               {"attention_k_eq_v", true},
               {"bos_token_id", 2},
-              {"eos_token_id", 1},
+              {"eos_token_id", {1, 106}},  // <eos>, <end_of_turn> of the Gemma 3 tokenizer
               {"pad_token_id", 0},
               {"final_logit_softcapping", 30.0},
               {"head_dim", head_dim},

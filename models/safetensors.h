@@ -127,6 +127,9 @@ class SafetensorsWriter {
   void declare(const std::string& name, DType dtype, std::vector<int64_t> shape);
   // Writes a declared tensor's bytes (exactly its size). Thread-safe.
   void write(const std::string& name, std::span<const uint8_t> bytes);
+  // Writes part of a declared tensor's bytes at `byte_offset` inside it. Thread-safe;
+  // parts must not overlap, and finish() checks that they add up to the whole tensor.
+  void write_range(const std::string& name, uint64_t byte_offset, std::span<const uint8_t> bytes);
   // Flushes the shards and writes the index; returns the files written.
   // header_only: declared tensors get headers but no data.
   std::vector<std::filesystem::path> finish(bool header_only = false);
@@ -135,7 +138,7 @@ class SafetensorsWriter {
 
  private:
   struct Pending { std::string name; DType dtype; std::vector<int64_t> shape; std::vector<uint8_t> data; uint64_t nbytes; };
-  struct Slot { int shard; uint64_t abs_offset; uint64_t nbytes; bool written; };
+  struct Slot { int shard; uint64_t abs_offset; uint64_t nbytes; bool written; uint64_t bytes_written; };
   void flush_shard(size_t shard, bool header_only);
   void open_planned();
   std::filesystem::path shard_path(size_t shard) const;

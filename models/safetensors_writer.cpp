@@ -95,7 +95,7 @@ void SafetensorsWriter::declare(const std::string& name, DType dtype, std::vecto
     current_bytes_ = 0;
   }
   int shard = int(shards_.size() - 1);
-  slots_[full] = Slot{shard, current_bytes_, nbytes, false};  // offset relative until open_planned()
+  slots_[full] = Slot{shard, current_bytes_, nbytes, nbytes == 0, 0};  // offset relative until open_planned()
   shards_.back().push_back(Pending{full, dtype, std::move(shape), {}, nbytes});
   current_bytes_ += nbytes;
   total_bytes_ += nbytes;
@@ -133,6 +133,17 @@ void SafetensorsWriter::open_planned() {
 }
 
 void SafetensorsWriter::write(const std::string& name, std::span<const uint8_t> bytes) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = slots_.find(prefix_ + name);
+    if (it != slots_.end() && bytes.size() != it->second.nbytes)
+      throw Error(dir_.string() + ": writer: tensor '" + prefix_ + name + "' needs " +
+                  std::to_string(it->second.nbytes) + " bytes, got " + std::to_string(bytes.size()));
+  }
+  write_range(name, 0, bytes);
+}
+
+void SafetensorsWriter::write_range(const std::string& name, uint64_t byte_offset, std::span<const uint8_t> bytes) {
   const std::string full = prefix_ + name;
   Slot slot;
   {
@@ -140,15 +151,19 @@ void SafetensorsWriter::write(const std::string& name, std::span<const uint8_t> 
     if (finished_) throw Error(dir_.string() + ": safetensors writer already finished");
     auto it = slots_.find(full);
     if (it == slots_.end()) throw Error(dir_.string() + ": writer: tensor '" + full + "' was not declared");
-    if (it->second.written) throw Error(dir_.string() + ": writer: tensor '" + full + "' written twice");
-    if (bytes.size() != it->second.nbytes)
-      throw Error(dir_.string() + ": writer: tensor '" + full + "' needs " + std::to_string(it->second.nbytes) +
-                  " bytes, got " + std::to_string(bytes.size()));
+    Slot& s = it->second;
+    if (byte_offset > s.nbytes || bytes.size() > s.nbytes - byte_offset ||
+        bytes.size() > s.nbytes - s.bytes_written)
+      throw Error(dir_.string() + ": writer: bytes [" + std::to_string(byte_offset) + ", +" +
+                  std::to_string(bytes.size()) + ") do not fit tensor '" + full + "' of " + std::to_string(s.nbytes) +
+                  " bytes (or it was written twice)");
     if (fds_.empty()) open_planned();
-    it->second.written = true;
-    slot = it->second;
+    s.bytes_written += bytes.size();
+    s.written = s.bytes_written == s.nbytes;
+    slot = s;
   }
-  pwrite_all(fds_[size_t(slot.shard)], bytes.data(), bytes.size(), slot.abs_offset, shard_path(size_t(slot.shard)).string());
+  pwrite_all(fds_[size_t(slot.shard)], bytes.data(), bytes.size(), slot.abs_offset + byte_offset,
+             shard_path(size_t(slot.shard)).string());
 }
 
 void SafetensorsWriter::add(const std::string& name, DType dtype, std::vector<int64_t> shape,
