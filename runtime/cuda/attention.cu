@@ -1,0 +1,353 @@
+// Flash-style attention on tensor cores (API in attention.cuh).
+//
+// Block = NW warps × 16 query rows. A row is one (token, q head) pair; the G = hq/hkv heads of
+// one kv head are consecutive rows, so one K/V tile in shared memory serves the whole GQA
+// group. K/V tiles of 32 keys stream through a 2-stage cp.async pipeline; S = Q·Kᵀ and O += P·V
+// use mma.m16n8k16 (bf16 operands, fp32 accumulators); softmax state (row max, row sum) is fp32
+// in base-2 units. Key tiles outside [first visible key of the block's first query, last
+// query] are never loaded (sliding windows skip them). d = 512 is split over two blocks of
+// 256 output columns each (both compute S over the full 512). Split-KV: blockIdx.z also
+// picks a range of key tiles; partial (O, m, l) go to a workspace and a combine kernel merges.
+#include "runtime/cuda/attention.cuh"
+
+#include "runtime/cuda/common.cuh"
+
+#include <algorithm>
+
+namespace g4c::cuda {
+using namespace detail;
+
+namespace {
+
+constexpr int kBK = 32;
+constexpr float kLog2e = 1.4426950408889634f;
+
+template <int W>
+__device__ __forceinline__ int swz(int row, int chunk) {
+  return row * W + ((chunk ^ (row & 7)) << 3);
+}
+
+struct AttnArgs {
+  const bf16* q;
+  bf16* out;
+  float* ws_o;   // [splits][total_q][hq][d]
+  float2* ws_ml; // [splits][total_q][hq]
+  KvCache kv;
+  const int* q_start;
+  const int* ctx_len;
+  int total_q, hq, hkv, g, window, splits, dv_parts;
+  float scale_log2;  // scale · log2(e)
+};
+
+__device__ __forceinline__ long kv_slot(const KvCache& kv, int r, int j) {
+  if (kv.block_table)
+    return long(kv.block_table[long(r) * kv.max_blocks + j / kv.block_size]) * kv.block_size +
+           j % kv.block_size;
+  return long(kv.ring_base[r]) + j % kv.ring_capacity;
+}
+
+template <int D, int DV, int NW>
+struct AttnCfg {
+  static constexpr int kRows = NW * 16;
+  static constexpr int kQ = kRows * D * 2;
+  static constexpr int kK = kBK * D * 2;
+  static constexpr int kV = kBK * DV * 2;
+  static constexpr int kSmem = kQ + 2 * (kK + kV);
+};
+
+template <int D, int DV, int NW>
+__global__ void __launch_bounds__(NW * 32) attn_kernel(AttnArgs a) {
+  using C = AttnCfg<D, DV, NW>;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  bf16* qs = reinterpret_cast<bf16*>(smem_raw);
+  bf16* ks0 = reinterpret_cast<bf16*>(smem_raw + C::kQ);
+  bf16* vs0 = reinterpret_cast<bf16*>(smem_raw + C::kQ + 2 * C::kK);
+
+  const int r = blockIdx.y / a.hkv, hk = blockIdx.y % a.hkv;
+  const int dvp = blockIdx.z % a.dv_parts, split = blockIdx.z / a.dv_parts;
+  const int q0 = a.q_start[r], qlen = a.q_start[r + 1] - q0, ctx = a.ctx_len[r];
+  const int G = a.g;
+  const int TQ = C::kRows / G;
+  const int qt0 = blockIdx.x * TQ;
+  if (qt0 >= qlen) return;
+  const int ntq = min(TQ, qlen - qt0);
+  const int pmin = ctx + qt0, pmax = ctx + qt0 + ntq - 1;
+  const int kbeg = a.window > 0 ? max(0, pmin - a.window + 1) : 0;
+  const int kend = pmax + 1;
+  const int tb = kbeg / kBK, te = (kend + kBK - 1) / kBK;
+  const int tps = (te - tb + a.splits - 1) / a.splits;
+  const int t_lo = tb + split * tps, t_hi = min(te, t_lo + tps);
+  const int tid = threadIdx.x;
+  constexpr int kThreads = NW * 32;
+  const long kv_row = long(a.hkv) * D;
+
+  // Q tile (zero rows past the chunk).
+  for (int i = tid; i < C::kRows * (D / 8); i += kThreads) {
+    const int row = i / (D / 8), ch = i % (D / 8);
+    const int tq = row / G, head = hk * G + row % G;
+    const bool ok = tq < ntq;
+    const bf16* src = ok ? a.q + (long(q0 + qt0 + tq) * a.hq + head) * D + ch * 8 : a.q;
+    cp_async16(qs + swz<D>(row, ch), src, ok ? 16 : 0);
+  }
+  auto load_kv = [&](int stage, int tile) {
+    bf16* ks = ks0 + stage * (kBK * D);
+    bf16* vs = vs0 + stage * (kBK * DV);
+    for (int i = tid; i < kBK * (D / 8 + DV / 8); i += kThreads) {
+      const bool isk = i < kBK * (D / 8);
+      const int ii = isk ? i : i - kBK * (D / 8);
+      const int cw = isk ? D / 8 : DV / 8;
+      const int kr = ii / cw, ch = ii % cw;
+      const int j = tile * kBK + kr;
+      const bool ok = j < kend;
+      const bf16* src = a.q;
+      if (ok) {
+        const long base = kv_slot(a.kv, r, j) * kv_row + long(hk) * D;
+        src = isk ? a.kv.k + base + ch * 8 : a.kv.v + base + dvp * DV + ch * 8;
+      }
+      if (isk)
+        cp_async16(ks + swz<D>(kr, ch), src, ok ? 16 : 0);
+      else
+        cp_async16(vs + swz<DV>(kr, ch), src, ok ? 16 : 0);
+    }
+  };
+
+  const int warp = tid >> 5, lane = tid & 31;
+  const int g = lane >> 2, t = lane & 3, lq = lane >> 3;
+  const int rho0 = warp * 16 + g, rho1 = rho0 + 8;
+  const bool valid0 = rho0 / G < ntq, valid1 = rho1 / G < ntq;
+  const int p0 = ctx + qt0 + rho0 / G, p1 = ctx + qt0 + rho1 / G;
+
+  float o[DV / 8][4];
+#pragma unroll
+  for (int i = 0; i < DV / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+
+  if (t_lo < t_hi) load_kv(0, t_lo);
+  cp_async_commit();
+  for (int tile = t_lo; tile < t_hi; ++tile) {
+    const int st = (tile - t_lo) & 1;
+    if (tile + 1 < t_hi) load_kv(st ^ 1, tile + 1);
+    cp_async_commit();
+    cp_async_wait<1>();
+    __syncthreads();
+    const bf16* ks = ks0 + st * (kBK * D);
+    const bf16* vs = vs0 + st * (kBK * DV);
+
+    float s[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+#pragma unroll
+    for (int kd = 0; kd < D / 16; ++kd) {
+      uint32_t qa[4];
+      ldmatrix_x4(qa, qs + swz<D>(warp * 16 + (lq & 1) * 8 + (lane & 7), kd * 2 + (lq >> 1)));
+#pragma unroll
+      for (int p = 0; p < 2; ++p) {
+        uint32_t b[4];
+        ldmatrix_x4(b, ks + swz<D>(p * 16 + (lq >> 1) * 8 + (lane & 7), kd * 2 + (lq & 1)));
+        mma_bf16(s[2 * p], qa, b[0], b[1]);
+        mma_bf16(s[2 * p + 1], qa, b[2], b[3]);
+      }
+    }
+    float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int j = tile * kBK + nt * 8 + 2 * t + (e & 1);
+        const bool hi = e >> 1;
+        const int p = hi ? p1 : p0;
+        const bool vis = (hi ? valid1 : valid0) && j <= p && (a.window == 0 || j > p - a.window);
+        const float v = vis ? s[nt][e] * a.scale_log2 : -INFINITY;
+        s[nt][e] = v;
+        if (hi) mx1 = fmaxf(mx1, v); else mx0 = fmaxf(mx0, v);
+      }
+#pragma unroll
+    for (int off = 1; off <= 2; off <<= 1) {
+      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, off));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, off));
+    }
+    const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+    const float b0 = mn0 == -INFINITY ? 0.f : mn0, b1 = mn1 == -INFINITY ? 0.f : mn1;
+    const float c0 = exp2f(m0 - b0), c1 = exp2f(m1 - b1);
+    float ls0 = 0.f, ls1 = 0.f;
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt) {
+      s[nt][0] = exp2f(s[nt][0] - b0);
+      s[nt][1] = exp2f(s[nt][1] - b0);
+      s[nt][2] = exp2f(s[nt][2] - b1);
+      s[nt][3] = exp2f(s[nt][3] - b1);
+      ls0 += s[nt][0] + s[nt][1];
+      ls1 += s[nt][2] + s[nt][3];
+    }
+    l0 = l0 * c0 + ls0;
+    l1 = l1 * c1 + ls1;
+    m0 = mn0;
+    m1 = mn1;
+#pragma unroll
+    for (int i = 0; i < DV / 8; ++i) {
+      o[i][0] *= c0; o[i][1] *= c0; o[i][2] *= c1; o[i][3] *= c1;
+    }
+#pragma unroll
+    for (int kk = 0; kk < kBK / 16; ++kk) {
+      uint32_t pa[4];
+      pa[0] = pack_bf162(s[2 * kk][0], s[2 * kk][1]);
+      pa[1] = pack_bf162(s[2 * kk][2], s[2 * kk][3]);
+      pa[2] = pack_bf162(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+      pa[3] = pack_bf162(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+#pragma unroll
+      for (int nd = 0; nd < DV / 8; nd += 2) {
+        uint32_t b[4];
+        ldmatrix_x4_trans(b, vs + swz<DV>(kk * 16 + (lq & 1) * 8 + (lane & 7), nd + (lq >> 1)));
+        mma_bf16(o[nd], pa, b[0], b[1]);
+        mma_bf16(o[nd + 1], pa, b[2], b[3]);
+      }
+    }
+    __syncthreads();
+  }
+  cp_async_wait<0>();
+#pragma unroll
+  for (int off = 1; off <= 2; off <<= 1) {
+    l0 += __shfl_xor_sync(0xffffffffu, l0, off);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, off);
+  }
+  const int dtot = DV * a.dv_parts;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const bool valid = half ? valid1 : valid0;
+    if (!valid) continue;
+    const int rho = half ? rho1 : rho0;
+    const long tok = q0 + qt0 + rho / G;
+    const int head = hk * G + rho % G;
+    const float l = half ? l1 : l0;
+    if (a.splits == 1) {
+      const float inv = l > 0.f ? 1.f / l : 0.f;
+      bf16* dst = a.out + (tok * a.hq + head) * dtot + dvp * DV + 2 * t;
+#pragma unroll
+      for (int nd = 0; nd < DV / 8; ++nd)
+        *reinterpret_cast<uint32_t*>(dst + nd * 8) =
+            pack_bf162(o[nd][2 * half] * inv, o[nd][2 * half + 1] * inv);
+    } else {
+      const long row = (long(split) * a.total_q + tok) * a.hq + head;
+      float* dst = a.ws_o + row * dtot + dvp * DV + 2 * t;
+#pragma unroll
+      for (int nd = 0; nd < DV / 8; ++nd)
+        *reinterpret_cast<float2*>(dst + nd * 8) = make_float2(o[nd][2 * half], o[nd][2 * half + 1]);
+      if (dvp == 0 && t == 0) a.ws_ml[row] = make_float2(half ? m1 : m0, l);
+    }
+  }
+}
+
+// One block per (token, head): merges the splits' partial states.
+__global__ void attn_combine_kernel(const float* __restrict__ ws_o, const float2* __restrict__ ws_ml,
+                                    int splits, int total_q, int hq, int d, bf16* __restrict__ out) {
+  const long th = blockIdx.x;  // token * hq + head
+  float mx = -INFINITY;
+  for (int s = 0; s < splits; ++s) mx = fmaxf(mx, ws_ml[long(s) * total_q * hq + th].x);
+  const float base = mx == -INFINITY ? 0.f : mx;
+  float L = 0.f;
+  for (int s = 0; s < splits; ++s) {
+    const float2 ml = ws_ml[long(s) * total_q * hq + th];
+    L += exp2f(ml.x - base) * ml.y;
+  }
+  const float inv = L > 0.f ? 1.f / L : 0.f;
+  for (int c = threadIdx.x; c < d; c += blockDim.x) {
+    float acc = 0.f;
+    for (int s = 0; s < splits; ++s) {
+      const long row = long(s) * total_q * hq + th;
+      acc += exp2f(ws_ml[row].x - base) * ws_o[row * d + c];
+    }
+    out[th * d + c] = __float2bfloat16(acc * inv);
+  }
+}
+
+template <int D, int NW>
+cudaError_t launch_attn(const AttnArgs& a, int max_q_len, int num_requests, cudaStream_t stream) {
+  constexpr int DV = D > 256 ? 256 : D;
+  using C = AttnCfg<D, DV, NW>;
+  auto kern = attn_kernel<D, DV, NW>;
+  static const cudaError_t attr =  // once per instantiation (one device assumed)
+      cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
+  if (attr != cudaSuccess) return attr;
+  const int tq = C::kRows / a.g;
+  dim3 grid((max_q_len + tq - 1) / tq, num_requests * a.hkv, a.dv_parts * a.splits);
+  kern<<<grid, NW * 32, C::kSmem, stream>>>(a);
+  return cudaGetLastError();
+}
+
+int num_sms() {
+  static int sms = [] {
+    int dev = 0, v = 132;
+    if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev);
+    return v;
+  }();
+  return sms;
+}
+
+}  // namespace
+
+int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d) {
+  const int g = hq / hkv;
+  if (b.max_q_len * g > 16) return 1;  // prefill-sized: enough blocks without splitting
+  const int dv_parts = d > 256 ? 2 : 1;
+  const long blocks = long(b.num_requests) * hkv * dv_parts;
+  int s = int((2L * num_sms() + blocks - 1) / blocks);
+  s = std::min(s, std::max(1, b.max_kv_len / 256));
+  return std::max(1, std::min(s, 32));
+}
+
+size_t attention_workspace_bytes(const AttnBatch& b, int hq, int d, int splits) {
+  if (splits <= 1) return 0;
+  const size_t rows = size_t(splits) * b.total_q * hq;
+  return ((rows * d * 4 + 255) & ~size_t(255)) + rows * 8;
+}
+
+cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, const AttnBatch& b,
+                      int window, float scale, bf16* out, int splits, void* workspace, size_t workspace_bytes,
+                      cudaStream_t stream) {
+  if (b.total_q <= 0 || b.num_requests <= 0) return cudaSuccess;
+  if (hkv <= 0 || hq % hkv != 0) return cudaErrorInvalidValue;
+  const int g = hq / hkv;
+  if (g > 16 || (16 % g) != 0) return cudaErrorInvalidValue;
+  splits = std::max(1, splits);
+  if (splits > 1 && workspace_bytes < attention_workspace_bytes(b, hq, d, splits))
+    return cudaErrorInvalidValue;
+  AttnArgs a{};
+  a.q = q;
+  a.out = out;
+  a.kv = kv;
+  a.q_start = b.q_start;
+  a.ctx_len = b.ctx_len;
+  a.total_q = b.total_q;
+  a.hq = hq;
+  a.hkv = hkv;
+  a.g = g;
+  a.window = window;
+  a.scale_log2 = scale * kLog2e;
+  a.splits = splits;
+  a.dv_parts = d > 256 ? 2 : 1;
+  if (splits > 1) {
+    const size_t rows = size_t(splits) * b.total_q * hq;
+    a.ws_o = static_cast<float*>(workspace);
+    a.ws_ml = reinterpret_cast<float2*>(static_cast<unsigned char*>(workspace) +
+                                        ((rows * d * 4 + 255) & ~size_t(255)));
+  }
+  const bool small = b.max_q_len * g <= 16;
+  cudaError_t err;
+  switch (d) {
+    case 64: err = small ? launch_attn<64, 1>(a, b.max_q_len, b.num_requests, stream)
+                         : launch_attn<64, 4>(a, b.max_q_len, b.num_requests, stream); break;
+    case 128: err = small ? launch_attn<128, 1>(a, b.max_q_len, b.num_requests, stream)
+                          : launch_attn<128, 4>(a, b.max_q_len, b.num_requests, stream); break;
+    case 256: err = small ? launch_attn<256, 1>(a, b.max_q_len, b.num_requests, stream)
+                          : launch_attn<256, 4>(a, b.max_q_len, b.num_requests, stream); break;
+    case 512: err = small ? launch_attn<512, 1>(a, b.max_q_len, b.num_requests, stream)
+                          : launch_attn<512, 4>(a, b.max_q_len, b.num_requests, stream); break;
+    default: return cudaErrorInvalidValue;
+  }
+  if (err != cudaSuccess || splits == 1) return err;
+  attn_combine_kernel<<<b.total_q * hq, 128, 0, stream>>>(a.ws_o, a.ws_ml, splits, b.total_q, hq,
+                                                          d, out);
+  return cudaGetLastError();
+}
+
+}  // namespace g4c::cuda

@@ -1,0 +1,56 @@
+// Attention family: flash-style attention (tensor cores, fp32 online-softmax state, no score
+// matrix in memory) over a packed batch of variable-length query chunks against a KV cache.
+// Host API only; kernels in attention.cu.
+//
+// Math (DESIGN.md §2, KERNELS.md Attention): score = scale·q·k (Gemma 4: scale 1.0), no softcap. Query i of request r has position
+// p = ctx_len[r] + i; key j is visible iff j ≤ p, and for a sliding layer (window W > 0) also
+// j > p − W. GQA: q head h uses kv head h / (hq/hkv); K/V are never repeated in memory.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+namespace g4c::cuda {
+
+using bf16 = __nv_bfloat16;
+
+// K/V rows are [slots][hkv][d] bf16 (16-byte aligned). Key j of request r lives in slot
+//   paged (block_table != null): block_table[r·max_blocks + j/block_size]·block_size + j%block_size
+//   ring  (block_table == null): ring_base[r] + j % ring_capacity
+// The chunk's own keys must already be in the cache (qk_norm_rope_kv_write). For a ring,
+// ring_capacity ≥ window + q_len − 1 (the chunk's writes must not evict keys its earliest query
+// still sees).
+struct KvCache {
+  const bf16* k = nullptr;
+  const bf16* v = nullptr;
+  const int* block_table = nullptr;  // device
+  int max_blocks = 0;
+  int block_size = 0;
+  const int* ring_base = nullptr;  // device, [requests]
+  int ring_capacity = 0;
+};
+
+struct AttnBatch {
+  int num_requests = 0;
+  const int* q_start = nullptr;  // device [R+1]: request r's queries are rows q_start[r]..q_start[r+1)
+  const int* ctx_len = nullptr;  // device [R]: keys already cached before this chunk
+  int total_q = 0;               // host: q_start[R]
+  int max_q_len = 0;             // host: max query rows of one request
+  int max_kv_len = 0;            // host: max ctx_len + q_len
+};
+
+// Heuristic number of KV splits (1 for prefill-sized chunks; more for decode at long context).
+int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d);
+// Workspace (fp32 partial outputs + softmax state) for `splits` > 1; 0 when splits == 1.
+size_t attention_workspace_bytes(const AttnBatch& b, int hq, int d, int splits);
+
+// q: [total_q][hq][d] bf16; out: [total_q][hq][d] bf16 (must not alias q).
+// Preconditions: d ∈ {64, 128, 256, 512}; hq % hkv == 0 and hq/hkv ∈ {1,2,4,8,16};
+// window ≥ 0 (0 = full causal). Every query sees at least its own key.
+cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, const AttnBatch& b,
+                      int window, float scale, bf16* out, int splits, void* workspace, size_t workspace_bytes,
+                      cudaStream_t stream);
+
+}  // namespace g4c::cuda

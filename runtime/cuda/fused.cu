@@ -1,0 +1,282 @@
+// Small fused ops (API in fused.cuh).
+#include "runtime/cuda/fused.cuh"
+
+#include "runtime/cuda/common.cuh"
+
+namespace g4c::cuda {
+using namespace detail;
+
+namespace {
+
+constexpr int kNormThreads = 256;
+
+__device__ __forceinline__ void load8(const bf16* p, float (&v)[8]) {
+  const uint4 u = *reinterpret_cast<const uint4*>(p);
+  const bf162* b = reinterpret_cast<const bf162*>(&u);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __bfloat1622float2(b[i]);
+    v[2 * i] = f.x;
+    v[2 * i + 1] = f.y;
+  }
+}
+__device__ __forceinline__ void store8(bf16* p, const float (&v)[8]) {
+  uint4 u;
+  uint32_t* w = reinterpret_cast<uint32_t*>(&u);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) w[i] = pack_bf162(v[2 * i], v[2 * i + 1]);
+  *reinterpret_cast<uint4*>(p) = u;
+}
+__device__ __forceinline__ float rbf(float v) { return __bfloat162float(__float2bfloat16(v)); }
+
+__global__ void embed_kernel(const int* __restrict__ ids, const bf16* __restrict__ table, int vocab,
+                             int h, float scale, bf16* __restrict__ out) {
+  const int tok = blockIdx.x;
+  const int id = ids[tok];
+  const bool ok = id >= 0 && id < vocab;
+  for (int c = threadIdx.x * 8; c < h; c += blockDim.x * 8) {
+    float v[8];
+    if (ok) {
+      load8(table + long(id) * h + c, v);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] *= scale;
+    } else {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] = 0.f;
+    }
+    store8(out + long(tok) * h + c, v);
+  }
+}
+
+// One block per (row, group of h = norm_dim columns).
+__global__ void rmsnorm_kernel(const bf16* x, int ldx, const int* __restrict__ rows, int h,
+                               const bf16* __restrict__ w, float eps, bf16* out, int ldo) {
+  __shared__ float scratch[32];
+  const int i = blockIdx.x;
+  const long row = rows ? rows[i] : i;
+  const bf16* xr = x + row * ldx + long(blockIdx.y) * h;
+  out += long(blockIdx.y) * h;
+  float ss = 0.f;
+  for (int c = threadIdx.x * 8; c < h; c += blockDim.x * 8) {
+    float v[8];
+    load8(xr + c, v);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) ss += v[k] * v[k];
+  }
+  const float r = rsqrtf(block_sum(ss, scratch) / h + eps);
+  for (int c = threadIdx.x * 8; c < h; c += blockDim.x * 8) {
+    float v[8], wv[8] = {1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f};
+    load8(xr + c, v);
+    if (w) load8(w + c, wv);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) v[k] = v[k] * r * wv[k];
+    store8(out + long(i) * ldo + c, v);
+  }
+}
+
+__global__ void add_rmsnorm_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w_post,
+                                   bf16* __restrict__ hbuf, const bf16* __restrict__ ls,
+                                   const bf16* __restrict__ w_next, bf16* __restrict__ out_next,
+                                   int hdim, float eps) {
+  __shared__ float scratch[32];
+  const long base = long(blockIdx.x) * hdim;
+  float ss = 0.f;
+  for (int c = threadIdx.x * 8; c < hdim; c += blockDim.x * 8) {
+    float v[8];
+    load8(x + base + c, v);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) ss += v[k] * v[k];
+  }
+  const float r = rsqrtf(block_sum(ss, scratch) / hdim + eps);
+  const float lsv = ls ? __bfloat162float(ls[0]) : 1.f;
+  float ss2 = 0.f;
+  for (int c = threadIdx.x * 8; c < hdim; c += blockDim.x * 8) {
+    float v[8], wv[8], hv[8];
+    load8(x + base + c, v);
+    load8(w_post + c, wv);
+    load8(hbuf + base + c, hv);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const float tt = rbf(v[k] * r * wv[k]);
+      float hn = rbf(hv[k] + tt);
+      if (ls) hn = rbf(hn * lsv);
+      hv[k] = hn;
+      ss2 += hn * hn;
+    }
+    store8(hbuf + base + c, hv);
+  }
+  if (!w_next) return;
+  const float r2 = rsqrtf(block_sum(ss2, scratch) / hdim + eps);
+  for (int c = threadIdx.x * 8; c < hdim; c += blockDim.x * 8) {
+    float hv[8], wv[8];
+    load8(hbuf + base + c, hv);  // written by this same thread above
+    load8(w_next + c, wv);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) hv[k] = hv[k] * r2 * wv[k];
+    store8(out_next + base + c, hv);
+  }
+}
+
+// One warp per (token, head): heads [0, hq) are q, [hq, hq+hkv) k (+ v).
+template <int D>
+__global__ void qk_rope_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k_raw,
+                               const bf16* __restrict__ v_raw, const bf16* __restrict__ q_w,
+                               const bf16* __restrict__ k_w, const int* __restrict__ positions,
+                               const int64_t* __restrict__ slots, int n, int hq, int hkv,
+                               float theta, int rotary_pairs, float eps, bf16* q_out,
+                               bf16* __restrict__ k_cache, bf16* __restrict__ v_cache) {
+  constexpr int P = D / 64;  // rotate-half pairs per lane
+  const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  const int lane = threadIdx.x & 31;
+  const int heads = hq + hkv;
+  if (warp >= n * heads) return;
+  const int tok = warp / heads, hd = warp % heads;
+  const bool isq = hd < hq;
+  const int kh = hd - hq;
+  const bf16* src = isq ? q + (long(tok) * hq + hd) * D : k_raw + (long(tok) * hkv + kh) * D;
+  const bf16* w = isq ? q_w : k_w;
+  const float pos = float(positions[tok]);
+  const long slot = isq ? 0 : slots[tok];
+
+  float y0[P], y1[P];
+  float ss = 0.f;
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    const int j = lane + 32 * i;
+    y0[i] = __bfloat162float(src[j]);
+    y1[i] = __bfloat162float(src[j + D / 2]);
+    ss += y0[i] * y0[i] + y1[i] * y1[i];
+  }
+  const float r = rsqrtf(warp_sum(ss) / D + eps);
+  bf16* dst = isq ? q_out + (long(tok) * hq + hd) * D : k_cache + (slot * hkv + kh) * D;
+  __syncwarp();
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    const int j = lane + 32 * i;
+    const float a = y0[i] * r * __bfloat162float(w[j]);
+    const float b = y1[i] * r * __bfloat162float(w[j + D / 2]);
+    float c = 1.f, s = 0.f;
+    if (j < rotary_pairs) {
+      const float inv = float(1.0 / pow(double(theta), double(2 * j) / double(D)));
+      const float ang = pos * inv;
+      sincosf(ang, &s, &c);
+    }
+    dst[j] = __float2bfloat16(a * c - b * s);
+    dst[j + D / 2] = __float2bfloat16(b * c + a * s);
+  }
+  if (isq) return;
+  // v: rms_head without weight, no rope (k_eq_v: from k_raw).
+  const bf16* vs = (v_raw ? v_raw : k_raw) + (long(tok) * hkv + kh) * D;
+  float v0[P], v1[P];
+  float vss = 0.f;
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    const int j = lane + 32 * i;
+    v0[i] = __bfloat162float(vs[j]);
+    v1[i] = __bfloat162float(vs[j + D / 2]);
+    vss += v0[i] * v0[i] + v1[i] * v1[i];
+  }
+  const float rv = rsqrtf(warp_sum(vss) / D + eps);
+  bf16* vd = v_cache + (slot * hkv + kh) * D;
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    const int j = lane + 32 * i;
+    vd[j] = __float2bfloat16(v0[i] * rv);
+    vd[j + D / 2] = __float2bfloat16(v1[i] * rv);
+  }
+}
+
+__global__ void argmax_kernel(const float* __restrict__ logits, int n, long ldl, int* __restrict__ out) {
+  __shared__ float sv[32];
+  __shared__ int si[32];
+  const float* row = logits + long(blockIdx.x) * ldl;
+  float best = -INFINITY;
+  int bi = 0x7fffffff;
+  for (int j = threadIdx.x; j < n; j += blockDim.x) {
+    const float v = row[j];
+    if (v > best) { best = v; bi = j; }  // strided scan: first hit per thread is smallest j
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, best, o);
+    const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+    if (ov > best || (ov == best && oi < bi)) { best = ov; bi = oi; }
+  }
+  const int w = threadIdx.x >> 5, l = threadIdx.x & 31;
+  if (l == 0) { sv[w] = best; si[w] = bi; }
+  __syncthreads();
+  if (w == 0) {
+    best = l < int(blockDim.x >> 5) ? sv[l] : -INFINITY;
+    bi = l < int(blockDim.x >> 5) ? si[l] : 0x7fffffff;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float ov = __shfl_xor_sync(0xffffffffu, best, o);
+      const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+      if (ov > best || (ov == best && oi < bi)) { best = ov; bi = oi; }
+    }
+    if (l == 0) out[blockIdx.x] = bi == 0x7fffffff ? 0 : bi;
+  }
+}
+
+}  // namespace
+
+cudaError_t embed_gather_scale(const int* ids, int t, const bf16* table, int vocab, int h,
+                               float scale, bf16* out, cudaStream_t stream) {
+  if (t <= 0) return cudaSuccess;
+  if (h % 8) return cudaErrorInvalidValue;
+  embed_kernel<<<t, 128, 0, stream>>>(ids, table, vocab, h, scale, out);
+  return cudaGetLastError();
+}
+
+cudaError_t rmsnorm(const bf16* x, int ldx, const int* rows, int n, int cols, int norm_dim,
+                    const bf16* w, float eps, bf16* out, int ldo, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  if (norm_dim <= 0 || norm_dim % 8 || cols % norm_dim || ldx % 8 || ldo % 8)
+    return cudaErrorInvalidValue;
+  const int threads = norm_dim >= 2048 ? 256 : norm_dim >= 512 ? 64 : 32;
+  rmsnorm_kernel<<<dim3(n, cols / norm_dim), threads, 0, stream>>>(x, ldx, rows, norm_dim, w, eps,
+                                                                  out, ldo);
+  return cudaGetLastError();
+}
+
+cudaError_t add_rmsnorm(const bf16* x, const bf16* w_post, bf16* h, const bf16* layer_scalar,
+                        const bf16* w_next, bf16* out_next, int n, int hdim, float eps,
+                        cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  if (hdim % 8) return cudaErrorInvalidValue;
+  add_rmsnorm_kernel<<<n, kNormThreads, 0, stream>>>(x, w_post, h, layer_scalar, w_next, out_next,
+                                                     hdim, eps);
+  return cudaGetLastError();
+}
+
+cudaError_t qk_norm_rope_kv_write(const bf16* q, const bf16* k_raw, const bf16* v_raw,
+                                  const bf16* q_w, const bf16* k_w, const int* positions,
+                                  const int64_t* slots, int n, int hq, int hkv, int d, float theta,
+                                  int rotary_pairs, float eps, bf16* q_out, bf16* k_cache,
+                                  bf16* v_cache, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  const long warps = long(n) * (hq + hkv);
+  const int threads = 128;
+  const unsigned blocks = unsigned((warps * 32 + threads - 1) / threads);
+#define G4C_QK(D)                                                                           \
+  qk_rope_kernel<D><<<blocks, threads, 0, stream>>>(q, k_raw, v_raw, q_w, k_w, positions, slots, \
+                                                     n, hq, hkv, theta, rotary_pairs, eps,      \
+                                                     q_out, k_cache, v_cache)
+  switch (d) {
+    case 64: G4C_QK(64); break;
+    case 128: G4C_QK(128); break;
+    case 256: G4C_QK(256); break;
+    case 512: G4C_QK(512); break;
+    default: return cudaErrorInvalidValue;
+  }
+#undef G4C_QK
+  return cudaGetLastError();
+}
+
+cudaError_t argmax_rows(const float* logits, int m, int n, long ldl, int* out, cudaStream_t stream) {
+  if (m <= 0) return cudaSuccess;
+  argmax_kernel<<<m, 1024, 0, stream>>>(logits, n, ldl, out);
+  return cudaGetLastError();
+}
+
+}  // namespace g4c::cuda

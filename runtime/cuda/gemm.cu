@@ -1,0 +1,560 @@
+// W4A16 and BF16 GEMM kernels (API and layouts in gemm.cuh).
+#include "runtime/cuda/gemm.cuh"
+
+#include "runtime/cuda/common.cuh"
+
+namespace g4c::cuda {
+using namespace detail;
+
+namespace {
+
+constexpr int kDecodeWarps = 4;      // one 16-row tile per warp → 64 rows per block
+constexpr int kDecodeMaxChunks = 16;  // ≤ 1024 k per split (activation slice in smem)
+
+size_t align256(size_t v) { return (v + 255) & ~size_t(255); }
+
+// ------------------------------------------------------------------ repack
+__global__ void repack_qweight_kernel(const uint8_t* __restrict__ qa, const uint8_t* __restrict__ qb,
+                                      int n_src, int kp, uint32_t* __restrict__ dst, int ntiles) {
+  const int kc_n = kp / 64;
+  const long total = long(ntiles) * kc_n * 32 * 4;
+  for (long idx = blockIdx.x * long(blockDim.x) + threadIdx.x; idx < total;
+       idx += long(gridDim.x) * blockDim.x) {
+    const int word = int(idx & 3);
+    const int lane = int((idx >> 2) & 31);
+    const long tc = idx >> 7;
+    const int kc = int(tc % kc_n);
+    const int tile = int(tc / kc_n);
+    const int g = lane >> 2, t = lane & 3;
+    uint32_t out = 0;
+#pragma unroll
+    for (int nib = 0; nib < 8; ++nib) {
+      const int i = nib & 3, hi = nib >> 2;
+      const int rr = g + 8 * (i & 1);
+      const int k = kc * 64 + word * 16 + (i >> 1) * 8 + 2 * t + hi;
+      const uint8_t* src = qa;
+      int row;
+      if (qb) {  // gate/up interleave: rows 0-7 of the tile from gate, 8-15 from up
+        row = tile * 8 + (rr & 7);
+        src = rr < 8 ? qa : qb;
+      } else {
+        row = tile * 16 + rr;
+      }
+      uint32_t code = 0;
+      if (row < n_src) code = (src[long(row) * (kp / 2) + (k >> 1)] >> (4 * (k & 1))) & 15u;
+      out |= code << (4 * nib);
+    }
+    dst[idx] = out;
+  }
+}
+
+__global__ void repack_scales_kernel(const void* sa, const void* sb, const uint8_t* za,
+                                     const uint8_t* zb, bool sbf16, int n_src, int ngroups,
+                                     bf16* __restrict__ sdst, uint8_t* __restrict__ zdst,
+                                     int ntiles) {
+  const long total = long(ntiles) * ngroups * 16;
+  for (long idx = blockIdx.x * long(blockDim.x) + threadIdx.x; idx < total;
+       idx += long(gridDim.x) * blockDim.x) {
+    const int rr = int(idx & 15);
+    const long tg = idx >> 4;
+    const int gi = int(tg % ngroups);
+    const int tile = int(tg / ngroups);
+    int row;
+    bool second = false;
+    if (sb) {
+      row = tile * 8 + (rr & 7);
+      second = rr >= 8;
+    } else {
+      row = tile * 16 + rr;
+    }
+    float s = 0.f;
+    uint8_t z = 8;
+    if (row < n_src) {
+      const void* sp = second ? sb : sa;
+      const long o = long(row) * ngroups + gi;
+      s = sbf16 ? __bfloat162float(static_cast<const bf16*>(sp)[o])
+                : __half2float(static_cast<const __half*>(sp)[o]);
+      const uint8_t* zp = second ? zb : za;
+      if (zp) z = zp[o];
+    }
+    sdst[idx] = __float2bfloat16(s);
+    if (zdst) zdst[idx] = z;
+  }
+}
+
+__global__ void interleave_bf16_kernel(const bf16* __restrict__ gate, const bf16* __restrict__ up,
+                                       int f, int k, bf16* __restrict__ dst) {
+  const long total = 2L * f * k;
+  for (long idx = blockIdx.x * long(blockDim.x) + threadIdx.x; idx < total;
+       idx += long(gridDim.x) * blockDim.x) {
+    const int col = int(idx % k);
+    const long prow = idx / k;
+    const int tile = int(prow >> 4), rr = int(prow & 15);
+    const long row = tile * 8L + (rr & 7);
+    dst[idx] = (rr < 8 ? gate : up)[row * k + col];
+  }
+}
+
+// Packed row prow, column k → bf16((code − z)·s) (out row = packed row).
+__global__ void dequant_kernel(Int4Weight w, bf16* __restrict__ out) {
+  const long total = long(w.n) * w.k;
+  const int kc_n = w.kp / 64, ngroups = w.kp / w.group;
+  for (long idx = blockIdx.x * long(blockDim.x) + threadIdx.x; idx < total;
+       idx += long(gridDim.x) * blockDim.x) {
+    const int prow = int(idx / w.k), k = int(idx % w.k);
+    const int tile = prow >> 4, rr = prow & 15;
+    const int kc = k >> 6, word = (k >> 4) & 3, kin = k & 15;
+    const int g = rr & 7, hi8 = rr >> 3;
+    const int half = kin >> 3, t = (kin & 7) >> 1, odd = kin & 1;
+    const int lane = g * 4 + t;
+    const int nib = (half * 2 + hi8) + 4 * odd;
+    const uint32_t wd =
+        static_cast<const uint32_t*>(w.qweight)[((long(tile) * kc_n + kc) * 32 + lane) * 4 + word];
+    const int code = (wd >> (4 * nib)) & 15;
+    const long so = (long(tile) * ngroups + k / w.group) * 16 + rr;
+    const float z = w.zeros ? float(w.zeros[so]) : 8.f;
+    out[idx] = __float2bfloat16(__bfloat162float(__float2bfloat16(float(code) - z)) *
+                                __bfloat162float(w.scales[so]));
+  }
+}
+
+// ------------------------------------------------------------------ epilogue
+struct EpiArgs {
+  int ep;
+  GemmOut o;
+  int n;  // packed rows
+  int m;
+};
+
+// One output element (packed row `prow`, token `tok`); for GeluMul call with the gate row value
+// `v` and the up value `vu`, prow = the gate row.
+__device__ __forceinline__ void epi_write(const EpiArgs& e, int prow, int tok, float v, float vu) {
+  if (tok >= e.m) return;
+  switch (e.ep) {
+    case 2: {  // GeluMul
+      const int j = (prow >> 4) * 8 + (prow & 7);
+      if (j >= e.n / 2) return;
+      static_cast<bf16*>(e.o.y)[long(tok) * e.o.ldy + j] = __float2bfloat16(gelu_tanh(v) * vu);
+      return;
+    }
+    case 3:
+      if (prow < e.n)
+        static_cast<float*>(e.o.y)[long(tok) * e.o.ldy + prow] =
+            e.o.softcap > 0.f ? e.o.softcap * tanhf(v / e.o.softcap) : v;
+      return;
+    case 1:
+      if (prow < e.n) {
+        const float r = __bfloat162float(e.o.residual[long(tok) * e.o.ldr + prow]);
+        static_cast<bf16*>(e.o.y)[long(tok) * e.o.ldy + prow] = __float2bfloat16(v + r);
+      }
+      return;
+    default:
+      if (prow < e.n) static_cast<bf16*>(e.o.y)[long(tok) * e.o.ldy + prow] = __float2bfloat16(v);
+  }
+}
+
+// ------------------------------------------------------------------ decode (m ≤ 16)
+// Block: 4 warps, one 16-row tile each (64 rows); blockIdx.y = k split of `cps` 64-chunks.
+// The block's activation slice [MT·8 tokens][cps·64] sits in smem (row pad 8 elements:
+// fragment loads hit 32 distinct banks). Weights: one 16-byte streaming load per lane per
+// 64-chunk, 4 chunks in flight per warp. Split partials go to ws; the last block of a column
+// (atomic ticket) sums them and runs the epilogue.
+template <int MT>
+__global__ void __launch_bounds__(kDecodeWarps * 32)
+    w4_decode_kernel(const bf16* __restrict__ x, int ldx, Int4Weight w, EpiArgs e,
+                     float* __restrict__ ws, int* __restrict__ counters, int cps) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const int S = gridDim.y;
+  const int split = blockIdx.y;
+  const int kc_n = w.kp / 64;
+  const int c_begin = split * cps;
+  const int c_end = min(kc_n, c_begin + cps);
+  const int k0 = c_begin * 64;
+  const int klen = (c_end - c_begin) * 64;
+  const int xstride = cps * 64 + 8;
+  bf16* xs = reinterpret_cast<bf16*>(smem_raw);
+  float* red = reinterpret_cast<float*>(smem_raw + size_t(MT) * 8 * xstride * 2);  // [64][16]
+  __shared__ int s_last;
+
+  // Activation slice → smem (zeros past m and past k).
+  for (int i = threadIdx.x; i < MT * 8 * (klen / 8); i += blockDim.x) {
+    const int r = i / (klen / 8), c8 = (i % (klen / 8)) * 8;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (r < e.m && k0 + c8 < w.k) v = *reinterpret_cast<const uint4*>(x + long(r) * ldx + k0 + c8);
+    *reinterpret_cast<uint4*>(xs + r * xstride + c8) = v;
+  }
+  __syncthreads();
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int ntiles = (w.n + 15) / 16;
+  const int tile = blockIdx.x * kDecodeWarps + warp;
+  const int ngroups = w.kp / w.group;
+  float acc[MT][4];
+#pragma unroll
+  for (int j = 0; j < MT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+
+  if (tile < ntiles) {
+    const uint4* qw = static_cast<const uint4*>(w.qweight) + (long(tile) * kc_n) * 32 + lane;
+    const bf16* sc = w.scales + long(tile) * ngroups * 16;
+    const uint8_t* zp = w.zeros ? w.zeros + long(tile) * ngroups * 16 : nullptr;
+    constexpr int U = 4;
+    for (int c = c_begin; c < c_end; c += U) {
+      uint4 wv[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (c + u < c_end) wv[u] = __ldcs(qw + long(c + u) * 32);
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        if (c + u >= c_end) break;
+        const int gi = (c + u) * 64 / w.group;
+        const bf16 s0 = sc[gi * 16 + g], s1 = sc[gi * 16 + g + 8];
+        const float z0 = zp ? float(zp[gi * 16 + g]) : 8.f;
+        const float z1 = zp ? float(zp[gi * 16 + g + 8]) : 8.f;
+        const bf162 zlo = __float2bfloat162_rn(128.f + z0), zhi = __float2bfloat162_rn(128.f + z1);
+        const bf162 slo = __bfloat162bfloat162(s0), shi = __bfloat162bfloat162(s1);
+        const uint32_t words[4] = {wv[u].x, wv[u].y, wv[u].z, wv[u].w};
+        const int kl = (c + u - c_begin) * 64;
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+          uint32_t a[4];
+          dequant8(words[ks], zlo, zhi, slo, shi, a);
+#pragma unroll
+          for (int j = 0; j < MT; ++j) {
+            const bf16* xr = xs + (j * 8 + g) * xstride + kl + ks * 16 + 2 * t;
+            const uint32_t b0 = *reinterpret_cast<const uint32_t*>(xr);
+            const uint32_t b1 = *reinterpret_cast<const uint32_t*>(xr + 8);
+            mma_bf16(acc[j], a, b0, b1);
+          }
+        }
+      }
+    }
+  }
+  // acc[j]: rows (g, g+8) of the warp tile × tokens (j·8 + 2t, +1).
+#pragma unroll
+  for (int j = 0; j < MT; ++j) {
+    red[(warp * 16 + g) * 16 + j * 8 + 2 * t] = acc[j][0];
+    red[(warp * 16 + g) * 16 + j * 8 + 2 * t + 1] = acc[j][1];
+    red[(warp * 16 + g + 8) * 16 + j * 8 + 2 * t] = acc[j][2];
+    red[(warp * 16 + g + 8) * 16 + j * 8 + 2 * t + 1] = acc[j][3];
+  }
+  __syncthreads();
+  const int row0 = blockIdx.x * 64;
+  const int ntok = min(e.m, MT * 8);
+  if (S > 1) {
+    const long np = long(gridDim.x) * 64;
+    for (int i = threadIdx.x; i < 64 * ntok; i += blockDim.x) {
+      const int r = i / ntok, tk = i % ntok;
+      ws[(long(split) * np + row0 + r) * 16 + tk] = red[r * 16 + tk];
+    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) s_last = (atomicAdd(&counters[blockIdx.x], 1) == S - 1);
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    for (int i = threadIdx.x; i < 64 * ntok; i += blockDim.x) {
+      const int r = i / ntok, tk = i % ntok;
+      float v = 0.f;
+      for (int s2 = 0; s2 < S; ++s2) v += __ldcg(&ws[(long(s2) * np + row0 + r) * 16 + tk]);
+      red[r * 16 + tk] = v;
+    }
+    if (threadIdx.x == 0) counters[blockIdx.x] = 0;
+    __syncthreads();
+  }
+  if (e.ep == 2) {
+    for (int i = threadIdx.x; i < 32 * ntok; i += blockDim.x) {
+      const int q = i / ntok, tk = i % ntok;  // q: output within block (4 tiles × 8)
+      const int r = (q >> 3) * 16 + (q & 7);
+      epi_write(e, row0 + r, tk, red[r * 16 + tk], red[(r + 8) * 16 + tk]);
+    }
+  } else {
+    for (int i = threadIdx.x; i < 64 * ntok; i += blockDim.x) {
+      const int tk = i / 64, r = i % 64;  // consecutive threads → consecutive n (coalesced)
+      epi_write(e, row0 + r, tk, red[r * 16 + tk], 0.f);
+    }
+  }
+}
+
+// ------------------------------------------------------------------ tile kernel (tensor cores)
+// Block tile BN weight rows × BT tokens × 64 k, STAGES-deep cp.async pipeline. Warp tile
+// MI·16 rows × NI·8 tokens. Y^T = W·X^T: A = weight rows (INT4: dequantized from the repacked
+// fragments; BF16: ldmatrix from a swizzled smem tile), B = activation rows via ldmatrix.
+template <bool INT4, int WN, int WT, int MI, int NI, int STAGES>
+struct TileCfg {
+  static constexpr int kThreads = WN * WT * 32;
+  static constexpr int BN = WN * MI * 16;
+  static constexpr int BT = WT * NI * 8;
+  static constexpr int kXStage = BT * 64 * 2;                   // bytes
+  static constexpr int kAStage = INT4 ? BN * 32 : BN * 64 * 2;  // bytes
+  static constexpr int kStage = kXStage + kAStage;
+  static constexpr int kSmem = kStage * STAGES;
+};
+
+__device__ __forceinline__ int swz(int row, int chunk) { return row * 64 + ((chunk ^ (row & 7)) << 3); }
+
+template <bool INT4, int WN, int WT, int MI, int NI, int STAGES>
+__global__ void __launch_bounds__(WN* WT * 32)
+    tile_gemm_kernel(const bf16* __restrict__ x, int ldx, Int4Weight w4, Bf16Weight wb, EpiArgs e) {
+  using C = TileCfg<INT4, WN, WT, MI, NI, STAGES>;
+  static_assert(NI % 2 == 0, "NI even (x4 ldmatrix covers two token tiles)");
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const int K = INT4 ? w4.k : wb.k;
+  const int kc_n = INT4 ? w4.kp / 64 : (K + 63) / 64;
+  const int n0 = blockIdx.x * C::BN;
+  const int tok0 = blockIdx.y * C::BT;
+  const int tid = threadIdx.x;
+  const int ntiles = INT4 ? (w4.n + 15) / 16 : 0;
+
+  auto load_stage = [&](int stage, int kc) {
+    unsigned char* base = smem_raw + stage * C::kStage;
+    bf16* xs = reinterpret_cast<bf16*>(base);
+    for (int i = tid; i < C::BT * 8; i += C::kThreads) {
+      const int r = i >> 3, ch = i & 7;
+      const int tok = tok0 + r, k = kc * 64 + ch * 8;
+      const bool ok = tok < e.m && k < K;
+      const bf16* src = ok ? x + long(tok) * ldx + k : x;
+      cp_async16(xs + swz(r, ch), src, ok ? 16 : 0);
+    }
+    if constexpr (INT4) {
+      unsigned char* as = base + C::kXStage;
+      for (int i = tid; i < C::BN * 2; i += C::kThreads) {
+        const int tt = i >> 5, lane = i & 31;
+        const int tile = n0 / 16 + tt;
+        const bool ok = tile < ntiles;
+        const uint4* src = static_cast<const uint4*>(w4.qweight) +
+                           (ok ? (long(tile) * kc_n + kc) * 32 + lane : 0);
+        cp_async16(as + i * 16, src, ok ? 16 : 0);
+      }
+    } else {
+      bf16* as = reinterpret_cast<bf16*>(base + C::kXStage);
+      for (int i = tid; i < C::BN * 8; i += C::kThreads) {
+        const int r = i >> 3, ch = i & 7;
+        const int row = n0 + r, k = kc * 64 + ch * 8;
+        const bool ok = row < wb.n && k < K;
+        const bf16* src = ok ? wb.w + long(row) * wb.ldw + k : wb.w;
+        cp_async16(as + swz(r, ch), src, ok ? 16 : 0);
+      }
+    }
+  };
+
+  const int warp = tid >> 5, lane = tid & 31;
+  const int wn = warp % WN, wt = warp / WN;
+  const int g = lane >> 2, t = lane & 3;
+  float acc[MI][NI][4];
+#pragma unroll
+  for (int i = 0; i < MI; ++i)
+#pragma unroll
+    for (int j = 0; j < NI; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.f;
+
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < kc_n) load_stage(s, s);
+    cp_async_commit();
+  }
+  const int ngroups = INT4 ? w4.kp / w4.group : 1;
+  for (int kc = 0; kc < kc_n; ++kc) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    {
+      const int nk = kc + STAGES - 1;
+      if (nk < kc_n) load_stage(nk % STAGES, nk);
+      cp_async_commit();
+    }
+    const unsigned char* base = smem_raw + (kc % STAGES) * C::kStage;
+    const bf16* xs = reinterpret_cast<const bf16*>(base);
+    uint4 aw[MI];
+    bf162 zlo[MI], zhi[MI], slo[MI], shi[MI];
+    if constexpr (INT4) {
+      const int gi = kc * 64 / w4.group;
+#pragma unroll
+      for (int i = 0; i < MI; ++i) {
+        const int tl = wn * MI + i;
+        aw[i] = reinterpret_cast<const uint4*>(base + C::kXStage)[tl * 32 + lane];
+        const int tile = min(n0 / 16 + tl, ntiles - 1);
+        const long so = (long(tile) * ngroups + gi) * 16;
+        slo[i] = __bfloat162bfloat162(w4.scales[so + g]);
+        shi[i] = __bfloat162bfloat162(w4.scales[so + g + 8]);
+        const float z0 = w4.zeros ? float(w4.zeros[so + g]) : 8.f;
+        const float z1 = w4.zeros ? float(w4.zeros[so + g + 8]) : 8.f;
+        zlo[i] = __float2bfloat162_rn(128.f + z0);
+        zhi[i] = __float2bfloat162_rn(128.f + z1);
+      }
+    }
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) {
+      uint32_t a[MI][4];
+#pragma unroll
+      for (int i = 0; i < MI; ++i) {
+        if constexpr (INT4) {
+          const uint32_t word = ks == 0 ? aw[i].x : ks == 1 ? aw[i].y : ks == 2 ? aw[i].z : aw[i].w;
+          dequant8(word, zlo[i], zhi[i], slo[i], shi[i], a[i]);
+        } else {
+          const bf16* as = reinterpret_cast<const bf16*>(base + C::kXStage);
+          const int q = lane >> 3;
+          const int r = (wn * MI + i) * 16 + (q & 1) * 8 + (lane & 7);
+          ldmatrix_x4(a[i], as + swz(r, ks * 2 + (q >> 1)));
+        }
+      }
+#pragma unroll
+      for (int p = 0; p < NI / 2; ++p) {
+        uint32_t b[4];
+        const int q = lane >> 3;
+        const int r = wt * NI * 8 + p * 16 + (q >> 1) * 8 + (lane & 7);
+        ldmatrix_x4(b, xs + swz(r, ks * 2 + (q & 1)));
+#pragma unroll
+        for (int i = 0; i < MI; ++i) {
+          mma_bf16(acc[i][2 * p], a[i], b[0], b[1]);
+          mma_bf16(acc[i][2 * p + 1], a[i], b[2], b[3]);
+        }
+      }
+    }
+  }
+  cp_async_wait<0>();
+
+#pragma unroll
+  for (int i = 0; i < MI; ++i) {
+    const int prow = n0 + (wn * MI + i) * 16 + g;
+#pragma unroll
+    for (int j = 0; j < NI; ++j) {
+      const int tok = tok0 + (wt * NI + j) * 8 + 2 * t;
+      if (e.ep == 2) {
+        epi_write(e, prow, tok, acc[i][j][0], acc[i][j][2]);
+        epi_write(e, prow, tok + 1, acc[i][j][1], acc[i][j][3]);
+      } else {
+        epi_write(e, prow, tok, acc[i][j][0], 0.f);
+        epi_write(e, prow, tok + 1, acc[i][j][1], 0.f);
+        epi_write(e, prow + 8, tok, acc[i][j][2], 0.f);
+        epi_write(e, prow + 8, tok + 1, acc[i][j][3], 0.f);
+      }
+    }
+  }
+}
+
+template <bool INT4, int WN, int WT, int MI, int NI, int STAGES>
+cudaError_t launch_tile(const bf16* x, int ldx, const Int4Weight& w4, const Bf16Weight& wb,
+                        const EpiArgs& e, cudaStream_t stream) {
+  using C = TileCfg<INT4, WN, WT, MI, NI, STAGES>;
+  auto kern = tile_gemm_kernel<INT4, WN, WT, MI, NI, STAGES>;
+  // Once per instantiation (process-wide; one device assumed).
+  static const cudaError_t attr =
+      cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
+  if (attr != cudaSuccess) return attr;
+  const int n = INT4 ? ((w4.n + 15) / 16) * 16 : wb.n;
+  dim3 grid((n + C::BN - 1) / C::BN, (e.m + C::BT - 1) / C::BT);
+  kern<<<grid, C::kThreads, C::kSmem, stream>>>(x, ldx, w4, wb, e);
+  return cudaGetLastError();
+}
+
+struct DecodePlan {
+  int nblk, cps, splits;
+};
+DecodePlan decode_plan(const Int4Weight& w) {
+  static int sms = [] {
+    int dev = 0, v = 132;
+    if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev);
+    return v;
+  }();
+  DecodePlan p;
+  const int ntiles = (w.n + 15) / 16;
+  p.nblk = (ntiles + kDecodeWarps - 1) / kDecodeWarps;
+  const int kc_n = w.kp / 64;
+  int splits = (kc_n + kDecodeMaxChunks - 1) / kDecodeMaxChunks;
+  const int want = (3 * sms + p.nblk - 1) / p.nblk;  // ≈3 blocks per SM
+  splits = max(splits, min(want, max(1, kc_n / 2)));
+  p.cps = (kc_n + splits - 1) / splits;
+  p.splits = (kc_n + p.cps - 1) / p.cps;
+  return p;
+}
+
+}  // namespace
+
+size_t int4_repacked_bytes(int n, int k, int group, bool asymmetric) {
+  const int kp = (k + group - 1) / group * group;
+  const size_t ntiles = (n + 15) / 16;
+  const size_t q = ntiles * (kp / 64) * 512;
+  const size_t s = ntiles * (kp / group) * 16;
+  return align256(q) + align256(s * 2) + (asymmetric ? align256(s) : 0);
+}
+
+Int4Weight int4_repack(const uint8_t* qweight, const void* scales, const uint8_t* zeros,
+                       const uint8_t* up_qweight, const void* up_scales, const uint8_t* up_zeros,
+                       bool scales_are_bf16, int n, int k, int group, void* dst,
+                       cudaStream_t stream) {
+  Int4Weight w;
+  const bool pair = up_qweight != nullptr;
+  w.n = pair ? 2 * n : n;
+  w.k = k;
+  w.group = group;
+  w.kp = (k + group - 1) / group * group;
+  w.gate_up = pair;
+  const int ntiles = (w.n + 15) / 16;
+  const int ngroups = w.kp / group;
+  const size_t q = size_t(ntiles) * (w.kp / 64) * 512;
+  const size_t s = size_t(ntiles) * ngroups * 16;
+  unsigned char* base = static_cast<unsigned char*>(dst);
+  w.qweight = base;
+  bf16* sdst = reinterpret_cast<bf16*>(base + align256(q));
+  uint8_t* zdst = zeros ? base + align256(q) + align256(s * 2) : nullptr;
+  w.scales = sdst;
+  w.zeros = zdst;
+  repack_qweight_kernel<<<1024, 256, 0, stream>>>(qweight, up_qweight, n, w.kp,
+                                                  static_cast<uint32_t*>(dst), ntiles);
+  repack_scales_kernel<<<256, 256, 0, stream>>>(scales, up_scales, zeros, up_zeros, scales_are_bf16,
+                                                n, ngroups, sdst, zdst, ntiles);
+  return w;
+}
+
+void interleave_gate_up_bf16(const bf16* gate, const bf16* up, int f, int k, bf16* dst,
+                             cudaStream_t stream) {
+  interleave_bf16_kernel<<<1024, 256, 0, stream>>>(gate, up, f, k, dst);
+}
+
+size_t w4a16_workspace_bytes(int m, const Int4Weight& w) {
+  if (m > 16) return 0;
+  const DecodePlan p = decode_plan(w);
+  if (p.splits <= 1) return 0;
+  return align256(size_t(p.splits) * p.nblk * 64 * 16 * 4) + align256(size_t(p.nblk) * 4);
+}
+
+cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilogue ep,
+                       const GemmOut& out, void* workspace, size_t workspace_bytes,
+                       cudaStream_t stream) {
+  EpiArgs e{int(ep), out, w.n, m};
+  if (m <= 0) return cudaSuccess;
+  if (m <= 16) {
+    const DecodePlan p = decode_plan(w);
+    float* ws = nullptr;
+    int* counters = nullptr;
+    if (p.splits > 1) {
+      if (workspace_bytes < w4a16_workspace_bytes(m, w)) return cudaErrorInvalidValue;
+      ws = static_cast<float*>(workspace);
+      counters = reinterpret_cast<int*>(static_cast<unsigned char*>(workspace) +
+                                        align256(size_t(p.splits) * p.nblk * 64 * 16 * 4));
+    }
+    dim3 grid(p.nblk, p.splits);
+    const int mt = m <= 8 ? 1 : 2;
+    const size_t smem = size_t(mt) * 8 * (p.cps * 64 + 8) * 2 + 64 * 16 * 4;
+    if (mt == 1)
+      w4_decode_kernel<1><<<grid, kDecodeWarps * 32, smem, stream>>>(x, ldx, w, e, ws, counters, p.cps);
+    else
+      w4_decode_kernel<2><<<grid, kDecodeWarps * 32, smem, stream>>>(x, ldx, w, e, ws, counters, p.cps);
+    return cudaGetLastError();
+  }
+  return launch_tile<true, 2, 4, 4, 4, 4>(x, ldx, w, Bf16Weight{}, e, stream);
+}
+
+cudaError_t int4_dequantize(const Int4Weight& w, bf16* out, cudaStream_t stream) {
+  dequant_kernel<<<2048, 256, 0, stream>>>(w, out);
+  return cudaGetLastError();
+}
+
+cudaError_t bf16_gemm(const bf16* x, int m, int ldx, const Bf16Weight& w, Epilogue ep,
+                      const GemmOut& out, cudaStream_t stream) {
+  EpiArgs e{int(ep), out, w.n, m};
+  if (m <= 0) return cudaSuccess;
+  if (m <= 16) return launch_tile<false, 4, 1, 2, 2, 4>(x, ldx, Int4Weight{}, w, e, stream);
+  return launch_tile<false, 2, 4, 4, 4, 3>(x, ldx, Int4Weight{}, w, e, stream);
+}
+
+}  // namespace g4c::cuda

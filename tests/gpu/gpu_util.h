@@ -1,0 +1,114 @@
+// Helpers for the GPU kernel tests and benchmarks (host C++; CUDA runtime API only).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace g4c::gputest {
+
+using bf16 = __nv_bfloat16;
+
+#define G4C_CUDA_OK(expr)                                                           \
+  do {                                                                              \
+    cudaError_t _e = (expr);                                                        \
+    ASSERT_EQ(_e, cudaSuccess) << #expr << ": " << cudaGetErrorString(_e);          \
+  } while (0)
+
+// True when a CUDA device is usable; tests GTEST_SKIP() otherwise (CI has no GPU).
+inline bool have_gpu() {
+  static int ok = -1;
+  if (ok < 0) {
+    int n = 0;
+    ok = (cudaGetDeviceCount(&n) == cudaSuccess && n > 0) ? 1 : 0;
+  }
+  return ok == 1;
+}
+#define G4C_REQUIRE_GPU() \
+  if (!::g4c::gputest::have_gpu()) GTEST_SKIP() << "no CUDA device"
+
+// A fresh seed per process (printed so a failure can be replayed with G4C_SEED=...).
+inline uint64_t test_seed() {
+  static uint64_t s = [] {
+    const char* e = std::getenv("G4C_SEED");
+    uint64_t v = e ? std::strtoull(e, nullptr, 10) : std::random_device{}();
+    std::fprintf(stderr, "[gpu tests] seed %llu\n", (unsigned long long)v);
+    return v;
+  }();
+  return s;
+}
+
+inline float bf(bf16 v) { return __bfloat162float(v); }
+inline bf16 tobf(float v) { return __float2bfloat16(v); }
+inline float rbf(float v) { return bf(tobf(v)); }
+
+// Device buffer (owning).
+template <class T>
+struct DevBuf {
+  T* p = nullptr;
+  size_t n = 0;
+  DevBuf() = default;
+  explicit DevBuf(size_t count) : n(count) {
+    if (count && cudaMalloc(reinterpret_cast<void**>(&p), count * sizeof(T)) != cudaSuccess) p = nullptr;
+  }
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+  ~DevBuf() { if (p) cudaFree(p); }
+  explicit DevBuf(const std::vector<T>& h) : DevBuf(h.size()) { put(h); }
+  size_t bytes() const { return n * sizeof(T); }
+  void put(const std::vector<T>& h) {
+    if (!h.empty() && p) cudaMemcpy(p, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice);
+  }
+  std::vector<T> get() const {
+    std::vector<T> h(n);
+    if (n && p) cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost);
+    return h;
+  }
+};
+template <class T>
+inline std::vector<T> download(const T* d, size_t n) {
+  std::vector<T> h(n);
+  if (n) cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost);
+  return h;
+}
+// Poison: every byte 0xFF (a NaN in bf16, fp16 and fp32; -1 as int).
+inline void poison(void* d, size_t bytes) { cudaMemset(d, 0xFF, bytes); }
+
+inline std::vector<bf16> rand_bf16(std::mt19937_64& rng, size_t n, float stddev) {
+  std::normal_distribution<float> nd(0.f, stddev);
+  std::vector<bf16> v(n);
+  for (auto& x : v) x = tobf(nd(rng));
+  return v;
+}
+
+// ‖got − ref‖ / ‖ref‖ over entries; NaN/inf in got → +inf. `count_bad` gets non-finite count.
+inline double rel_err(const std::vector<double>& ref, const std::vector<float>& got,
+                      size_t* count_bad = nullptr) {
+  double num = 0, den = 0;
+  size_t bad = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(got[i])) { ++bad; continue; }
+    const double d = double(got[i]) - ref[i];
+    num += d * d;
+    den += ref[i] * ref[i];
+  }
+  if (count_bad) *count_bad = bad;
+  if (bad) return INFINITY;
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+inline std::vector<float> to_float(const std::vector<bf16>& v) {
+  std::vector<float> f(v.size());
+  for (size_t i = 0; i < v.size(); ++i) f[i] = bf(v[i]);
+  return f;
+}
+
+}  // namespace g4c::gputest

@@ -1,0 +1,193 @@
+// Flash attention kernel vs a float64 softmax reference: packed variable-length chunks, paged
+// and ring KV caches, causal / sliding windows, GQA, head_dim 64…512, split-KV decode.
+#include <algorithm>
+#include <numeric>
+
+#include "runtime/cuda/attention.cuh"
+#include "tests/gpu/gpu_util.h"
+
+namespace g4c::gputest {
+namespace {
+
+struct Req {
+  int ctx, qlen;
+};
+struct AttnCase {
+  int d, hq, hkv, window;
+  bool paged;
+  int block_size;  // paged
+  std::vector<Req> reqs;
+  int splits;  // 0 = attention_num_splits
+};
+
+// Tolerance: P is rounded to bf16 before P·V (≤ 2^-9 relative per weight) and the output to bf16
+// (RMS ≈ 1.1e-3 relative); expected ‖Δ‖/‖ref‖ ≈ 2e-3. A wrong mask, key or head gives O(1).
+constexpr double kAttnBound = 6e-3;
+
+void run_attn(const AttnCase& c) {
+  char nm[128];
+  std::snprintf(nm, sizeof nm, "d=%d hq=%d hkv=%d W=%d %s splits=%d", c.d, c.hq, c.hkv, c.window,
+                c.paged ? "paged" : "ring", c.splits);
+  SCOPED_TRACE(nm);
+  std::mt19937_64 rng(test_seed() ^ (uint64_t(c.d) << 24) ^ (uint64_t(c.window) << 4) ^ c.reqs.size());
+  const int R = int(c.reqs.size());
+  const int G = c.hq / c.hkv;
+  const long row = long(c.hkv) * c.d;
+  std::vector<int> q_start(R + 1, 0), ctx(R);
+  int max_q = 0, max_kv = 0;
+  for (int r = 0; r < R; ++r) {
+    q_start[r + 1] = q_start[r] + c.reqs[r].qlen;
+    ctx[r] = c.reqs[r].ctx;
+    max_q = std::max(max_q, c.reqs[r].qlen);
+    max_kv = std::max(max_kv, c.reqs[r].ctx + c.reqs[r].qlen);
+  }
+  const int total_q = q_start[R];
+  // Full K/V history per request (what the cache logically holds) and Q.
+  std::vector<std::vector<bf16>> K(R), V(R);
+  for (int r = 0; r < R; ++r) {
+    const int L = c.reqs[r].ctx + c.reqs[r].qlen;
+    K[r] = rand_bf16(rng, size_t(L) * row, 1.f);
+    V[r] = rand_bf16(rng, size_t(L) * row, 1.f);
+  }
+  // score std ≈ 2: a softmax neither flat nor one-hot.
+  std::vector<bf16> q = rand_bf16(rng, size_t(total_q) * c.hq * c.d, 2.f / std::sqrt(float(c.d)));
+
+  // Cache layout. Unwritten slots stay poisoned (NaN): reading one fails the test.
+  std::vector<int> block_table, ring_base(R);
+  int max_blocks = 0, slots = 0, capacity = 0;
+  std::vector<std::vector<long>> slot_of(R);
+  if (c.paged) {
+    for (int r = 0; r < R; ++r)
+      max_blocks = std::max(max_blocks, (c.reqs[r].ctx + c.reqs[r].qlen + c.block_size - 1) / c.block_size);
+    const int pool = R * max_blocks + 3;
+    std::vector<int> perm(pool);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    block_table.assign(size_t(R) * max_blocks, -1);
+    int next = 0;
+    for (int r = 0; r < R; ++r) {
+      const int L = c.reqs[r].ctx + c.reqs[r].qlen;
+      for (int b = 0; b < (L + c.block_size - 1) / c.block_size; ++b)
+        block_table[size_t(r) * max_blocks + b] = perm[next++];
+      slot_of[r].resize(L);
+      for (int j = 0; j < L; ++j)
+        slot_of[r][j] = long(block_table[size_t(r) * max_blocks + j / c.block_size]) * c.block_size +
+                        j % c.block_size;
+    }
+    slots = pool * c.block_size;
+  } else {
+    capacity = c.window + max_q - 1 + 2;
+    for (int r = 0; r < R; ++r) {
+      ring_base[r] = (R - 1 - r) * capacity;  // reverse order: base is really used
+      const int L = c.reqs[r].ctx + c.reqs[r].qlen;
+      slot_of[r].assign(L, -1);
+      for (int j = std::max(0, L - capacity); j < L; ++j) slot_of[r][j] = ring_base[r] + j % capacity;
+    }
+    slots = R * capacity;
+  }
+  std::vector<bf16> kc(size_t(slots) * row), vc(size_t(slots) * row);
+  {
+    uint16_t nanbits = 0xFFFF;
+    bf16 nanv;
+    std::memcpy(&nanv, &nanbits, 2);
+    std::fill(kc.begin(), kc.end(), nanv);
+    std::fill(vc.begin(), vc.end(), nanv);
+  }
+  for (int r = 0; r < R; ++r)
+    for (size_t j = 0; j < slot_of[r].size(); ++j)
+      if (slot_of[r][j] >= 0)
+        for (long e = 0; e < row; ++e) {
+          kc[slot_of[r][j] * row + e] = K[r][j * row + e];
+          vc[slot_of[r][j] * row + e] = V[r][j * row + e];
+        }
+
+  // Reference.
+  std::vector<double> ref(size_t(total_q) * c.hq * c.d, 0.0);
+  for (int r = 0; r < R; ++r)
+    for (int i = 0; i < c.reqs[r].qlen; ++i) {
+      const int p = c.reqs[r].ctx + i;
+      const int lo = c.window > 0 ? std::max(0, p - c.window + 1) : 0;
+      for (int h = 0; h < c.hq; ++h) {
+        const int kh = h / G;
+        const bf16* qv = &q[(size_t(q_start[r] + i) * c.hq + h) * c.d];
+        std::vector<double> sc(p - lo + 1);
+        double mx = -1e300;
+        for (int j = lo; j <= p; ++j) {
+          double s = 0;
+          for (int e = 0; e < c.d; ++e) s += double(bf(qv[e])) * bf(K[r][size_t(j) * row + kh * c.d + e]);
+          sc[j - lo] = s;
+          mx = std::max(mx, s);
+        }
+        double l = 0;
+        for (auto& s : sc) { s = std::exp(s - mx); l += s; }
+        double* o = &ref[(size_t(q_start[r] + i) * c.hq + h) * c.d];
+        for (int j = lo; j <= p; ++j)
+          for (int e = 0; e < c.d; ++e) o[e] += sc[j - lo] / l * bf(V[r][size_t(j) * row + kh * c.d + e]);
+      }
+    }
+
+  DevBuf<bf16> dq(q), dk(kc), dv(vc), dout(ref.size());
+  DevBuf<int> dqs(q_start), dctx(ctx), dbt(block_table), drb(ring_base);
+  cuda::KvCache kv;
+  kv.k = dk.p;
+  kv.v = dv.p;
+  if (c.paged) {
+    kv.block_table = dbt.p;
+    kv.max_blocks = max_blocks;
+    kv.block_size = c.block_size;
+  } else {
+    kv.ring_base = drb.p;
+    kv.ring_capacity = capacity;
+  }
+  cuda::AttnBatch b;
+  b.num_requests = R;
+  b.q_start = dqs.p;
+  b.ctx_len = dctx.p;
+  b.total_q = total_q;
+  b.max_q_len = max_q;
+  b.max_kv_len = max_kv;
+  const int splits = c.splits > 0 ? c.splits : cuda::attention_num_splits(b, c.hq, c.hkv, c.d);
+  const size_t wsb = cuda::attention_workspace_bytes(b, c.hq, c.d, splits);
+  DevBuf<uint8_t> ws(std::max<size_t>(wsb, 1));
+  poison(dout.p, dout.bytes());
+  G4C_CUDA_OK(cuda::attention(dq.p, c.hq, c.hkv, c.d, kv, b, c.window, 1.0f, dout.p, splits, ws.p,
+                              wsb, nullptr));
+  G4C_CUDA_OK(cudaDeviceSynchronize());
+  size_t bad = 0;
+  const double err = rel_err(ref, to_float(dout.get()), &bad);
+  EXPECT_EQ(bad, 0u) << "non-finite outputs";
+  EXPECT_LT(err, kAttnBound);
+  std::fprintf(stderr, "[attn] %s (used splits %d) rel_err %.3e\n", nm, splits, err);
+}
+
+TEST(GpuAttention, PrefillPagedFullTinyGeometry) {
+  G4C_REQUIRE_GPU();
+  run_attn({64, 4, 2, 0, true, 16, {{0, 37}, {50, 1}, {100, 70}}, 1});
+  run_attn({128, 4, 1, 0, true, 32, {{0, 45}, {130, 1}, {17, 64}}, 1});
+}
+
+TEST(GpuAttention, PrefillRingSliding) {
+  G4C_REQUIRE_GPU();
+  run_attn({64, 4, 2, 128, false, 0, {{0, 150}, {200, 33}, {5, 1}}, 1});
+  run_attn({256, 16, 8, 40, false, 0, {{0, 100}, {130, 17}, {7, 1}}, 1});
+  // Small chunks (rows ≤ 16: one-warp blocks), window boundary inside a chunk.
+  run_attn({256, 16, 8, 64, false, 0, {{100, 8}, {40, 3}}, 1});
+}
+
+TEST(GpuAttention, PrefillFull512) {
+  G4C_REQUIRE_GPU();
+  run_attn({512, 16, 1, 0, true, 64, {{0, 20}, {300, 5}}, 1});
+  run_attn({512, 4, 1, 0, true, 16, {{0, 33}, {3, 40}}, 1});
+}
+
+TEST(GpuAttention, DecodeSplitKv) {
+  G4C_REQUIRE_GPU();
+  run_attn({256, 16, 8, 1024, false, 0, {{3000, 1}, {700, 1}, {5000, 1}}, 0});
+  run_attn({256, 16, 8, 1024, false, 0, {{3000, 1}, {700, 1}}, 1});
+  run_attn({512, 16, 1, 0, true, 64, {{2000, 1}, {37, 1}}, 0});
+  run_attn({512, 16, 1, 0, true, 64, {{2000, 1}, {37, 1}}, 3});
+  run_attn({128, 4, 1, 0, true, 16, {{900, 2}, {0, 1}}, 5});
+}
+
+}  // namespace
+}  // namespace g4c::gputest

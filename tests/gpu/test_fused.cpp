@@ -1,0 +1,236 @@
+// Small fused ops vs CPU references that round to bf16 at the same points (fused.cuh).
+#include <algorithm>
+
+#include "runtime/cuda/fused.cuh"
+#include "tests/gpu/gpu_util.h"
+
+namespace g4c::gputest {
+namespace {
+
+// Outputs rounded to bf16 once from an fp32 value the reference computes in float64: the
+// error is the bf16 rounding (RMS ≈ 1.1e-3 relative) plus rare 1-ulp flips; 3e-3 bounds it.
+constexpr double kOneRounding = 3e-3;
+
+TEST(GpuFused, EmbedGatherScaleExact) {
+  G4C_REQUIRE_GPU();
+  std::mt19937_64 rng(test_seed() ^ 1);
+  const int vocab = 1000, h = 264, t = 7;
+  std::vector<bf16> table = rand_bf16(rng, size_t(vocab) * h, 0.05f);
+  std::vector<int> ids = {3, 999, 0, 512, -1, 1000, 3};  // out of range → zero rows
+  DevBuf<bf16> dt(table), out(size_t(t) * h);
+  DevBuf<int> di(ids);
+  poison(out.p, out.bytes());
+  G4C_CUDA_OK(cuda::embed_gather_scale(di.p, t, dt.p, vocab, h, 62.0f, out.p, nullptr));
+  G4C_CUDA_OK(cudaDeviceSynchronize());
+  std::vector<bf16> got = out.get();
+  size_t mism = 0;
+  for (int i = 0; i < t; ++i)
+    for (int c = 0; c < h; ++c) {
+      const bool ok = ids[i] >= 0 && ids[i] < vocab;
+      // bf16·62 is exact in fp32, so one rounding: results must match exactly.
+      const float expect = ok ? rbf(bf(table[size_t(ids[i]) * h + c]) * 62.0f) : 0.f;
+      if (!(bf(got[size_t(i) * h + c]) == expect)) ++mism;
+    }
+  EXPECT_EQ(mism, 0u);
+}
+
+TEST(GpuFused, RmsNormRowsAndHeads) {
+  G4C_REQUIRE_GPU();
+  std::mt19937_64 rng(test_seed() ^ 2);
+  // Per-row with a row selection (final norm of the logit rows).
+  {
+    const int n = 10, h = 3840;
+    std::vector<bf16> x = rand_bf16(rng, size_t(n) * h, 3.f), w = rand_bf16(rng, h, 1.f);
+    std::vector<int> rows = {7, 2, 9};
+    DevBuf<bf16> dx(x), dw(w), out(rows.size() * h);
+    DevBuf<int> dr(rows);
+    poison(out.p, out.bytes());
+    G4C_CUDA_OK(cuda::rmsnorm(dx.p, h, dr.p, 3, h, h, dw.p, 1e-6f, out.p, h, nullptr));
+    G4C_CUDA_OK(cudaDeviceSynchronize());
+    std::vector<double> ref(rows.size() * h);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      double ss = 0;
+      for (int c = 0; c < h; ++c) ss += std::pow(bf(x[size_t(rows[i]) * h + c]), 2);
+      const double r = 1.0 / std::sqrt(ss / h + 1e-6);
+      for (int c = 0; c < h; ++c) ref[i * h + c] = bf(x[size_t(rows[i]) * h + c]) * r * bf(w[c]);
+    }
+    size_t bad = 0;
+    EXPECT_LT(rel_err(ref, to_float(out.get()), &bad), kOneRounding);
+    EXPECT_EQ(bad, 0u);
+  }
+  // Per-head, no weight (v_norm shape), in place.
+  {
+    const int n = 5, d = 64, cols = 4 * d;
+    std::vector<bf16> x = rand_bf16(rng, size_t(n) * cols, 0.7f);
+    DevBuf<bf16> dx(x);
+    G4C_CUDA_OK(cuda::rmsnorm(dx.p, cols, nullptr, n, cols, d, nullptr, 1e-6f, dx.p, cols, nullptr));
+    G4C_CUDA_OK(cudaDeviceSynchronize());
+    std::vector<double> ref(x.size());
+    for (int i = 0; i < n * 4; ++i) {
+      double ss = 0;
+      for (int e = 0; e < d; ++e) ss += std::pow(bf(x[size_t(i) * d + e]), 2);
+      const double r = 1.0 / std::sqrt(ss / d + 1e-6);
+      for (int e = 0; e < d; ++e) ref[size_t(i) * d + e] = bf(x[size_t(i) * d + e]) * r;
+    }
+    size_t bad = 0;
+    EXPECT_LT(rel_err(ref, to_float(dx.get()), &bad), kOneRounding);
+    EXPECT_EQ(bad, 0u);
+  }
+}
+
+TEST(GpuFused, PostNormResidual) {
+  G4C_REQUIRE_GPU();
+  std::mt19937_64 rng(test_seed() ^ 3);
+  const int n = 6, h = 3840;
+  for (int variant = 0; variant < 2; ++variant) {  // 0: +w_next, no scalar; 1: scalar, no w_next
+    SCOPED_TRACE(variant);
+    std::vector<bf16> x = rand_bf16(rng, size_t(n) * h, 2.f), hh = rand_bf16(rng, size_t(n) * h, 5.f);
+    std::vector<bf16> wp = rand_bf16(rng, h, 1.f), wn = rand_bf16(rng, h, 1.f);
+    std::vector<bf16> ls = {tobf(0.37f)};
+    DevBuf<bf16> dx(x), dh(hh), dwp(wp), dwn(wn), dls(ls), dout(size_t(n) * h);
+    poison(dout.p, dout.bytes());
+    G4C_CUDA_OK(cuda::add_rmsnorm(dx.p, dwp.p, dh.p, variant ? dls.p : nullptr,
+                                  variant ? nullptr : dwn.p, dout.p, n, h, 1e-6f, nullptr));
+    G4C_CUDA_OK(cudaDeviceSynchronize());
+    std::vector<double> refh(size_t(n) * h), refo(size_t(n) * h);
+    for (int i = 0; i < n; ++i) {
+      double ss = 0;
+      for (int c = 0; c < h; ++c) ss += std::pow(bf(x[size_t(i) * h + c]), 2);
+      const double r = 1.0 / std::sqrt(ss / h + 1e-6);
+      double ss2 = 0;
+      for (int c = 0; c < h; ++c) {
+        const float t = rbf(float(bf(x[size_t(i) * h + c]) * r * bf(wp[c])));
+        float hn = rbf(bf(hh[size_t(i) * h + c]) + t);
+        if (variant) hn = rbf(hn * bf(ls[0]));
+        refh[size_t(i) * h + c] = hn;
+        ss2 += double(hn) * hn;
+      }
+      const double r2 = 1.0 / std::sqrt(ss2 / h + 1e-6);
+      for (int c = 0; c < h; ++c) refo[size_t(i) * h + c] = refh[size_t(i) * h + c] * r2 * bf(wn[c]);
+    }
+    size_t bad = 0;
+    // h: the same roundings as the reference; differences only from rare 1-ulp flips.
+    EXPECT_LT(rel_err(refh, to_float(dh.get()), &bad), kOneRounding);
+    EXPECT_EQ(bad, 0u);
+    if (!variant) {
+      EXPECT_LT(rel_err(refo, to_float(dout.get()), &bad), kOneRounding);
+      EXPECT_EQ(bad, 0u);
+    }
+  }
+}
+
+struct RopeCase {
+  int hq, hkv, d, rotary_pairs;
+  float theta;
+  bool k_eq_v;
+};
+
+void run_rope(const RopeCase& c) {
+  char nm[96];
+  std::snprintf(nm, sizeof nm, "hq=%d hkv=%d d=%d R=%d", c.hq, c.hkv, c.d, c.rotary_pairs);
+  SCOPED_TRACE(nm);
+  std::mt19937_64 rng(test_seed() ^ (uint64_t(c.d) << 8) ^ c.rotary_pairs);
+  const int n = 5, nslots = 20;
+  const double eps = 1e-6;
+  std::vector<bf16> q = rand_bf16(rng, size_t(n) * c.hq * c.d, 1.5f);
+  std::vector<bf16> k = rand_bf16(rng, size_t(n) * c.hkv * c.d, 1.5f);
+  std::vector<bf16> v = rand_bf16(rng, size_t(n) * c.hkv * c.d, 1.5f);
+  std::vector<bf16> qw = rand_bf16(rng, c.d, 1.f), kw = rand_bf16(rng, c.d, 1.f);
+  std::vector<int> pos = {0, 1, 4095, 8191, 77};
+  std::vector<int64_t> slots = {13, 0, 19, 5, 6};
+  DevBuf<bf16> dq(q), dk(k), dv(v), dqw(qw), dkw(kw);
+  DevBuf<bf16> kc(size_t(nslots) * c.hkv * c.d), vc(size_t(nslots) * c.hkv * c.d);
+  DevBuf<int> dpos(pos);
+  DevBuf<int64_t> dsl(slots);
+  poison(kc.p, kc.bytes());
+  poison(vc.p, vc.bytes());
+  G4C_CUDA_OK(cuda::qk_norm_rope_kv_write(dq.p, dk.p, c.k_eq_v ? nullptr : dv.p, dqw.p, dkw.p,
+                                          dpos.p, dsl.p, n, c.hq, c.hkv, c.d, c.theta,
+                                          c.rotary_pairs, float(eps), dq.p, kc.p, vc.p, nullptr));
+  G4C_CUDA_OK(cudaDeviceSynchronize());
+  auto ref_head = [&](const bf16* x, const bf16* w, int p, bool rope, double* out) {
+    double ss = 0;
+    for (int e = 0; e < c.d; ++e) ss += std::pow(bf(x[e]), 2);
+    const double r = 1.0 / std::sqrt(ss / c.d + eps);
+    std::vector<double> y(c.d);
+    for (int e = 0; e < c.d; ++e) y[e] = bf(x[e]) * r * (w ? bf(w[e]) : 1.0);
+    for (int j = 0; j < c.d / 2; ++j) {
+      double a = y[j], b = y[j + c.d / 2], cs = 1, sn = 0;
+      if (rope && j < c.rotary_pairs) {
+        const float inv = float(1.0 / std::pow(double(c.theta), 2.0 * j / c.d));
+        const float ang = float(p) * inv;
+        cs = std::cos(double(ang));
+        sn = std::sin(double(ang));
+      }
+      out[j] = a * cs - b * sn;
+      out[j + c.d / 2] = b * cs + a * sn;
+    }
+  };
+  std::vector<double> rq(q.size()), rk(size_t(n) * c.hkv * c.d), rv(rk.size());
+  for (int t = 0; t < n; ++t) {
+    for (int h = 0; h < c.hq; ++h)
+      ref_head(&q[(size_t(t) * c.hq + h) * c.d], qw.data(), pos[t], true, &rq[(size_t(t) * c.hq + h) * c.d]);
+    for (int h = 0; h < c.hkv; ++h) {
+      const size_t o = (size_t(t) * c.hkv + h) * c.d;
+      ref_head(&k[o], kw.data(), pos[t], true, &rk[o]);
+      ref_head(c.k_eq_v ? &k[o] : &v[o], nullptr, pos[t], false, &rv[o]);
+    }
+  }
+  size_t bad = 0;
+  EXPECT_LT(rel_err(rq, to_float(dq.get()), &bad), kOneRounding);
+  EXPECT_EQ(bad, 0u);
+  std::vector<bf16> hk = kc.get(), hv = vc.get();
+  std::vector<float> gk(rk.size()), gv(rv.size());
+  const size_t rowe = size_t(c.hkv) * c.d;
+  for (int t = 0; t < n; ++t)
+    for (size_t e = 0; e < rowe; ++e) {
+      gk[t * rowe + e] = bf(hk[slots[t] * rowe + e]);
+      gv[t * rowe + e] = bf(hv[slots[t] * rowe + e]);
+    }
+  EXPECT_LT(rel_err(rk, gk, &bad), kOneRounding);
+  EXPECT_EQ(bad, 0u);
+  EXPECT_LT(rel_err(rv, gv, &bad), kOneRounding);
+  EXPECT_EQ(bad, 0u);
+  // Slots not named in `slots` keep their poison: nothing else was written.
+  size_t touched = 0;
+  for (int s = 0; s < nslots; ++s) {
+    if (std::find(slots.begin(), slots.end(), s) != slots.end()) continue;
+    for (size_t e = 0; e < rowe; ++e) touched += std::isfinite(bf(hk[s * rowe + e])) ? 1 : 0;
+  }
+  EXPECT_EQ(touched, 0u);
+}
+
+TEST(GpuFused, QkNormRopeKvWrite) {
+  G4C_REQUIRE_GPU();
+  run_rope({4, 2, 64, 32, 1e4f, false});       // tiny sliding: default rope
+  run_rope({4, 1, 128, 16, 1e6f, true});       // tiny full: proportional 0.25, k_eq_v
+  run_rope({16, 8, 256, 128, 1e4f, false});    // 12B sliding
+  run_rope({16, 1, 512, 64, 1e6f, true});      // 12B full: proportional, k_eq_v
+}
+
+TEST(GpuFused, ArgmaxTiesLowestIndex) {
+  G4C_REQUIRE_GPU();
+  std::mt19937_64 rng(test_seed() ^ 5);
+  const int m = 4, n = 262144;
+  std::normal_distribution<float> nd(0.f, 3.f);
+  std::vector<float> l(size_t(m) * n);
+  for (auto& v : l) v = nd(rng);
+  std::uniform_int_distribution<int> pick(0, n - 1);
+  std::vector<int> expect(m);
+  for (int i = 0; i < m; ++i) {
+    int a = pick(rng), b = pick(rng);
+    if (i == 1) b = n - 1;
+    l[size_t(i) * n + a] = 100.f;
+    l[size_t(i) * n + b] = 100.f;  // tie (or the same index)
+    expect[i] = std::min(a, b);
+  }
+  DevBuf<float> dl(l);
+  DevBuf<int> out(m);
+  poison(out.p, out.bytes());
+  G4C_CUDA_OK(cuda::argmax_rows(dl.p, m, n, n, out.p, nullptr));
+  G4C_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(out.get(), expect);
+}
+
+}  // namespace
+}  // namespace g4c::gputest
