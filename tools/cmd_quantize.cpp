@@ -1,12 +1,246 @@
-// g4c quantize — placeholder until its issue lands; says so and exits non-zero.
+// g4c quantize — writes the lab's INT4 checkpoint (DESIGN.md §3) from a BF16 model
+// with round-to-nearest (rtn) or sequential GPTQ (gptq).
+//
+// Quantized: q/k/v/o, gate/up/down of every layer. Embedding, norms and layer_scalar
+// are copied unchanged (BF16). config.json, generation_config.json and the tokenizer
+// files are copied. manifest.json describes every quantized Linear;
+// quantization_config.json records the method, its options and per-layer metadata
+// (dead columns, GPTQ objective, time).
+//
+// GPTQ runs layer by layer on calibration activations recomputed through the
+// already-quantized earlier layers (passes/quant/calibration.h), executed by
+// tools/quant_executor on the CPU.
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "models/config.h"
+#include "models/dtype.h"
+#include "models/error.h"
+#include "models/int4.h"
+#include "models/manifest.h"
+#include "models/progress.h"
+#include "models/safetensors.h"
+#include "models/tokenizer.h"
+#include "passes/quant/calibration.h"
+#include "passes/quant/quantizer.h"
 #include "tools/cli.h"
+#include "tools/quant_executor.h"
 
 namespace g4c::cli {
 
+namespace fs = std::filesystem;
+
+namespace {
+
+struct QuantArgs {
+  std::string model, method = "gptq", calibration, output;
+  int group = 128;
+  bool asymmetric = false, symmetric = false;
+  double damp = 0.01;
+  int block = 128;
+  bool act_order = false;
+  int samples = 128, length = 512;
+  int threads = 0;
+  bool fake_quant = false;
+};
+
+std::vector<float> tensor_f32(const models::Checkpoint& ck, const std::string& name) {
+  const models::TensorView v = ck.get(name);
+  const int64_t n = v.info->numel();
+  std::vector<float> w(static_cast<size_t>(n));
+  const auto* u = v.as<uint16_t>();
+  switch (v.info->dtype) {
+    case DType::BF16: for (int64_t i = 0; i < n; ++i) w[i] = bf16_to_f32(u[i]); break;
+    case DType::F16: for (int64_t i = 0; i < n; ++i) w[i] = f16_to_f32(u[i]); break;
+    case DType::F32: std::memcpy(w.data(), v.data, size_t(n) * 4); break;
+    default: throw Error("quantize: " + name + " in " + v.info->file + " is not BF16/F16/F32");
+  }
+  return w;
+}
+
+std::vector<std::vector<int32_t>> calibration_set(const QuantArgs& a, const models::Tokenizer& tok) {
+  std::ifstream in(a.calibration);
+  if (!in) throw Error("quantize: cannot open calibration set " + a.calibration);
+  std::vector<std::vector<int32_t>> seqs;
+  std::string line;
+  int64_t lineno = 0, used = 0;
+  while (used < a.samples && std::getline(in, line)) {
+    ++lineno;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const std::exception& e) {
+      throw Error("quantize: " + a.calibration + " line " + std::to_string(lineno) + ": " + e.what());
+    }
+    if (!j.contains("text") || !j["text"].is_string())
+      throw Error("quantize: " + a.calibration + " line " + std::to_string(lineno) + " has no \"text\"");
+    ++used;  // as the reference: the first N texts, keeping those with at least L tokens
+    std::vector<int32_t> ids = tok.encode(j["text"].get<std::string>(), true);
+    if (int64_t(ids.size()) < a.length) continue;
+    ids.resize(size_t(a.length));
+    seqs.push_back(std::move(ids));
+  }
+  if (seqs.empty())
+    throw Error("quantize: no text of " + a.calibration + " has " + std::to_string(a.length) + " tokens");
+  return seqs;
+}
+
+void copy_side_files(const fs::path& from, const fs::path& to) {
+  for (const char* f : {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                        "special_tokens_map.json", "tokenizer.model", "chat_template.jinja"})
+    if (fs::exists(from / f)) fs::copy_file(from / f, to / f, fs::copy_options::overwrite_existing);
+}
+
+void run_quantize(const QuantArgs& a) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (a.method != "rtn" && a.method != "gptq") throw Error("quantize: --method must be rtn or gptq, got " + a.method);
+  if (a.group != 64 && a.group != 128) throw Error("quantize: --group-size must be 64 or 128");
+  if (a.symmetric && a.asymmetric) throw Error("quantize: --symmetric and --asymmetric exclude each other");
+  const bool sym = !a.asymmetric;
+  const int threads = a.threads > 0 ? a.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  const fs::path src(a.model), dst(a.output);
+  if (models::Int4Checkpoint::is_int4_dir(src)) throw Error("quantize: " + a.model + " is already an INT4 checkpoint");
+  if (fs::exists(dst) && fs::equivalent(src, dst)) throw Error("quantize: output must differ from the model directory");
+  const models::ModelConfig cfg = models::load_model_config(src);
+  auto ck = models::Checkpoint::open(src);
+  const std::vector<models::LinearShape> shapes = models::linear_shapes(cfg);
+
+  quant::QuantSpec spec{a.group, sym};
+  std::map<std::string, quant::QuantizedLinear> qs;  // by Linear name
+  nlohmann::json layers_meta = nlohmann::json::array();
+  nlohmann::json calib_meta;
+  if (a.method == "rtn") {
+    Progress bar("rtn " + std::to_string(shapes.size()) + " linears", shapes.size());
+    for (const auto& s : shapes) {
+      auto t = std::chrono::steady_clock::now();
+      std::vector<float> w = tensor_f32(*ck, s.name + ".weight");
+      qs[s.name] = quant::quantize_rtn(w.data(), s.out, s.in, spec);
+      layers_meta.push_back({{"name", s.name}, {"out_features", s.out}, {"in_features", s.in},
+                             {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count()}});
+      bar.add(1);
+    }
+  } else {
+    if (a.calibration.empty()) throw Error("quantize: --method gptq needs --calibration FILE.jsonl");
+    auto tok = models::Tokenizer::load(src / "tokenizer.json");
+    const auto seqs = calibration_set(a, *tok);
+    auto model = tools::RefModel::load(src, threads);
+    tools::RefCalibrationExecutor exec(*model, seqs, a.length);
+    calib_meta = {{"dataset", a.calibration}, {"samples_requested", a.samples}, {"samples", seqs.size()},
+                  {"sequence_length", a.length}, {"tokens", int64_t(seqs.size()) * a.length}};
+    quant::GptqDriverOptions opt;
+    opt.gptq.spec = spec;
+    opt.gptq.damp = a.damp;
+    opt.gptq.block_size = a.block;
+    opt.gptq.act_order = a.act_order;
+    opt.threads = threads;
+    Progress bar("gptq " + std::to_string(cfg.num_layers) + " layers (" + std::to_string(seqs.size()) + "×" +
+                     std::to_string(a.length) + " calibration tokens)",
+                 uint64_t(cfg.num_layers));
+    opt.on_linear = [&](const quant::LinearReport& r, const quant::QuantizedLinear& q) {
+      const std::string name = "layers." + std::to_string(r.layer) + "." + r.name;
+      qs[name] = q;
+      layers_meta.push_back({{"name", name}, {"out_features", r.out}, {"in_features", r.in},
+                             {"dead_columns", r.dead_columns}, {"predicted_loss", r.predicted_loss},
+                             {"calibration_rows", r.calibration_rows}, {"seconds", r.seconds}});
+    };
+    opt.on_layer = [&](int, double) { bar.add(1); };
+    quant::run_gptq(exec, opt);
+  }
+
+  // ---- write the checkpoint ----
+  fs::create_directories(dst);
+  copy_side_files(src, dst);
+  models::Manifest man;
+  man.method_name = a.method;
+  man.method_version = "1";
+  const models::int4::Params params{a.group, sym, DType::F16};
+  models::SafetensorsWriter wr(dst, "", 2ull << 30);
+  std::map<std::string, const models::LinearShape*> by_weight;
+  for (const auto& s : shapes) by_weight[s.name + ".weight"] = &s;
+  for (const std::string& name : ck->names()) {
+    const models::TensorInfo& info = ck->info(name);
+    auto it = by_weight.find(name);
+    if (it == by_weight.end()) {  // embedding, norms, layer_scalar: unchanged
+      wr.add(info.name, info.dtype, info.shape, ck->get(name).bytes());
+      continue;
+    }
+    const models::LinearShape& s = *it->second;
+    const quant::QuantizedLinear& q = qs.at(s.name);
+    if (a.fake_quant) {
+      const std::vector<float> deq = q.dequantized();
+      wr.add(info.name, DType::F32, {s.out, s.in},
+             {reinterpret_cast<const uint8_t*>(deq.data()), deq.size() * sizeof(float)});
+      continue;
+    }
+    models::QuantModule m = models::QuantModule::make(s.name, s.out, s.in, params);
+    const std::vector<uint8_t> packed = models::int4::pack_codes(q.codes, q.out, q.padded_in);
+    std::vector<uint16_t> scales(q.scales.size());
+    for (size_t i = 0; i < scales.size(); ++i) scales[i] = f32_to_f16(q.scales[i]);  // exact: already fp16 values
+    wr.add(m.qweight_key, DType::U8, {q.out, q.padded_in / 2}, packed);
+    wr.add(m.scales_key, DType::F16, {q.out, q.groups()},
+           {reinterpret_cast<const uint8_t*>(scales.data()), scales.size() * 2});
+    if (!sym) wr.add(m.zeros_key, DType::U8, {q.out, q.groups()}, q.zeros);
+    man.add(std::move(m));
+  }
+  wr.finish();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  nlohmann::json qc = a.fake_quant ? nlohmann::json::object() : models::quantization_config_json(man);
+  qc["method"] = a.method;
+  qc["group_size"] = a.group;
+  qc["sym"] = sym;
+  qc["fake_quantized"] = a.fake_quant;
+  if (a.method == "gptq") {
+    qc["damp_percent"] = a.damp;
+    qc["block_size"] = a.block;
+    qc["act_order"] = a.act_order;
+    qc["static_groups"] = a.act_order;
+    qc["true_sequential"] = false;  // all Linears of a layer see that layer's unquantized inputs
+    qc["calibration"] = calib_meta;
+  }
+  qc["source_model"] = a.model;
+  qc["seconds"] = secs;
+  qc["threads"] = threads;
+  qc["layers"] = layers_meta;
+  if (!a.fake_quant) models::write_manifest(man, dst / "manifest.json");
+  std::ofstream(dst / "quantization_config.json") << qc.dump(2) << "\n";
+  double loss = 0.0;
+  for (const auto& l : layers_meta)
+    if (l.contains("predicted_loss")) loss += l["predicted_loss"].get<double>();
+  std::fprintf(stderr, "quantize: %s %s g%d, %zu linears in %.1f s%s -> %s\n", a.method.c_str(), sym ? "sym" : "asym",
+               a.group, qs.size(), secs,
+               a.method == "gptq" ? (", total GPTQ objective " + std::to_string(loss)).c_str() : "",
+               a.output.c_str());
+}
+
+}  // namespace
+
 void add_quantize_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("quantize", "quantize (not implemented yet)");
-  cmd->allow_extras();
-  cmd->callback([] { throw NotImplemented{"quantize"}; });
+  auto a = std::make_shared<QuantArgs>();
+  auto* cmd = app.add_subcommand("quantize", "INT4 quantization (RTN or GPTQ) into the lab's checkpoint format");
+  cmd->add_option("--model", a->model, "BF16 model directory")->required();
+  cmd->add_option("--method", a->method, "rtn | gptq")->check(CLI::IsMember({"rtn", "gptq"}));
+  cmd->add_option("--calibration", a->calibration, "calibration jsonl ({\"text\"} per line), for gptq");
+  cmd->add_option("--group-size", a->group, "64 | 128")->check(CLI::IsMember({64, 128}));
+  cmd->add_flag("--symmetric", a->symmetric, "symmetric codes (the default)");
+  cmd->add_flag("--asymmetric", a->asymmetric, "asymmetric codes with zero points");
+  cmd->add_option("--damp", a->damp, "GPTQ damping, fraction of mean(diag H)");
+  cmd->add_option("--block-size", a->block, "GPTQ column block")->check(CLI::PositiveNumber);
+  cmd->add_flag("--act-order", a->act_order, "GPTQ: quantize columns by decreasing diag H (static groups)");
+  cmd->add_option("--calibration-samples", a->samples, "first N calibration texts")->check(CLI::PositiveNumber);
+  cmd->add_option("--calibration-length", a->length, "tokens per calibration sample (BOS included)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", a->threads, "worker threads (default: all cores)");
+  cmd->add_flag("--fake-quant", a->fake_quant,
+                "write dequantized F32 weights instead of INT4 (for checking the INT4 path)");
+  cmd->add_option("-o,--output", a->output, "output directory")->required();
+  cmd->callback([a] { run_quantize(*a); });
 }
 
 }  // namespace g4c::cli
