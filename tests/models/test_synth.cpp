@@ -193,3 +193,40 @@ TEST(Synth, CliTinyBf16) {
   EXPECT_NE(std::system(bad.c_str()), 0);
   fs::remove_all(d);
 }
+
+// Full-size 12B synth, run by hand on a big machine (G4C_SYNTH_BIG_DIR=/path/with/40GB):
+// BF16 (24 GB) and INT4 g128 (7.6 GB), timed; skipped otherwise.
+TEST(Synth, Gemma12BFullSize) {
+  const char* big = std::getenv("G4C_SYNTH_BIG_DIR");
+  if (!big) GTEST_SKIP() << "set G4C_SYNTH_BIG_DIR to run the full-size 12B synth";
+  for (bool int4 : {true, false}) {
+    fs::path d = fs::path(big) / (int4 ? "g4c-12b-int4" : "g4c-12b-bf16");
+    fs::remove_all(d);
+    SynthOptions o = opts("gemma4-12b", d);
+    o.threads = 0;
+    o.progress = true;
+    o.int4 = int4;
+    SynthResult r = synthesize(o);
+    std::printf("12B %s: %.2f GB in %.1f s (%.2f GB/s)\n", int4 ? "int4 g128" : "bf16", r.data_bytes / 1e9, r.seconds,
+                r.data_bytes / 1e9 / r.seconds);
+    auto ck = Checkpoint::open(d);
+    uint64_t sum = 0;
+    for (const std::string& n : ck->names()) sum += ck->info(n).nbytes;
+    EXPECT_EQ(sum, r.data_bytes);
+    // Embedding std 3840^(-1/4) = 0.1276 on the first 1M values (3%: sampling + bf16).
+    TensorView e = ck->get("embed_tokens.weight");
+    double s = 0;
+    for (int i = 0; i < (1 << 20); ++i) s += std::pow(double(bf16_to_f32(e.as<uint16_t>()[i])), 2);
+    EXPECT_NEAR(std::sqrt(s / (1 << 20)), std::pow(3840.0, -0.25), 0.03 * std::pow(3840.0, -0.25));
+    if (int4) {
+      auto q = Int4Checkpoint::open(d);
+      EXPECT_EQ(q->manifest().modules.size(), 328u);
+      std::vector<float> w = q->dequantized("layers.47.mlp.down_proj");
+      double ss = 0;
+      for (float x : w) ss += double(x) * x;
+      // N(0,1)/sqrt(15360) → std 0.00807; RTN g128 adds ~s/sqrt(12) noise, well within 5%.
+      EXPECT_NEAR(std::sqrt(ss / double(w.size())), 1.0 / std::sqrt(15360.0), 0.05 / std::sqrt(15360.0));
+    }
+    fs::remove_all(d);
+  }
+}
