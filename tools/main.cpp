@@ -1,13 +1,19 @@
 // g4c — Gemma 4 dataflow graph compiler and runtime. Entry point of the CLI.
 #include <cstdio>
+#include <cstring>
 #include <exception>
 
 #include "models/error.h"
 #include "tools/cli.h"
 
+namespace g4c::cli {
+int run_opt(int argc, char** argv);  // tools/cmd_opt.cpp
+}
+
 int main(int argc, char** argv) {
   // `g4c opt` is an MlirOptMain-style tool with its own (LLVM) option parser:
   // hand it the raw argv instead of going through CLI11.
+  if (argc >= 2 && std::strcmp(argv[1], "opt") == 0) return g4c::cli::run_opt(argc - 1, argv + 1);
   CLI::App app{"g4c — compiler and runtime for Gemma 4 text models"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "g4c 0.1");

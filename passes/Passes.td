@@ -1,0 +1,126 @@
+// Passes over the `g4` dialect. One pass per file (passes/<Name>.cpp), each
+// with a FileCheck test in tests/lit/passes/. The default `g4c compile`
+// pipeline runs them in the order listed here.
+#ifndef G4_PASSES_TD
+#define G4_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def FuseDequantGemm : Pass<"g4-fuse-dequant-gemm", "::mlir::ModuleOp"> {
+  let summary = "g4.matmul(x, g4.dequant @w) -> g4.linear; gate/up pair -> g4.gate_up";
+  let description = [{
+    Every matmul whose weight operand is a `g4.dequant` becomes one
+    `g4.linear` that reads the stored (BF16 or INT4) weight directly. With
+    `fuse-gate-up`, `mul(gelu_tanh(linear(m, @gate)), linear(m, @up))` becomes
+    one `g4.gate_up`: both projections share the input and the epilogue
+    avoids storing two [tokens, ffn] intermediates, which pays at every
+    batch size.
+
+    ```mlir
+    %w = g4.dequant @q : tensor<64x32xbf16>
+    %y = g4.matmul %x, %w : tensor<?x32xf32>, tensor<64x32xbf16> -> tensor<?x64xf32>
+    // becomes
+    %y = g4.linear %x, @q : tensor<?x32xf32> -> tensor<?x64xf32>
+    ```
+  }];
+  let options = [
+    Option<"fuseGateUp", "fuse-gate-up", "bool", /*default=*/"true",
+           "also fuse the MLP gate/up pair and its gelu_tanh(g)*u epilogue">
+  ];
+}
+
+def FuseAttentionMask : Pass<"g4-fuse-attention-mask", "::mlir::ModuleOp"> {
+  let summary = "kv_read -> qk -> mask -> softmax -> pv -> one g4.attention";
+  let description = [{
+    The unfused attention chain of a layer becomes one `g4.attention` that
+    reads the layer's KV cache itself, carrying window, kv-head grouping,
+    head_dim and scale 1.0. The scores tensor [heads, tokens, keys] is never
+    materialized.
+  }];
+}
+
+def FuseNormResidual : Pass<"g4-fuse-norm-residual", "::mlir::ModuleOp"> {
+  let summary = "post-norm + residual add (+ layer_scalar) + next pre-norm -> g4.norm_residual";
+  let description = [{
+    `n = rms(scale(add(h, rms(x, @post)), @s), @next)` becomes
+    `%h2, %n = g4.norm_residual %h, %x {post, next, scalar}`. The scale is
+    optional; the intermediate sums must have no other users than the chain
+    and the residual stream.
+  }];
+}
+
+def PlanKV : Pass<"g4-plan-kv", "::mlir::ModuleOp"> {
+  let summary = "one KV buffer per layer: rings for sliding layers, paged blocks for full layers";
+  let description = [{
+    Adds a `g4.kv_buffer` per `g4.kv_write`: sliding layers get a ring of
+    window - 1 + max-chunk tokens per sequence, full layers a pool of paged
+    blocks (`block-size` tokens; max-seqs * ceil(max-seq-len / block-size)
+    blocks). With `kv-shared`, layers whose V is rms(k_raw) and K is
+    rope(rms(k_raw, k_norm)) store V only: the kv_write loses its key and the
+    attention op gets `k_from_v` (K recomputed by the kernel). Sets the module
+    attribute `g4.kv` with bytes/token per layer kind and the total pool bytes.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", "16", "tokens per paged block (full layers)">,
+    Option<"maxChunk", "max-chunk", "int64_t", "256", "largest prefill chunk (tokens per sequence per step)">,
+    Option<"maxSeqs", "max-seqs", "int64_t", "4", "sequences alive at once (decode batch)">,
+    Option<"maxSeqLen", "max-seq-len", "int64_t", "2048", "longest sequence (prompt + generated)">,
+    Option<"kvShared", "kv-shared", "bool", "false", "store K=V once on k_eq_v layers (K recomputed from V)">
+  ];
+}
+
+def PlanBuckets : Pass<"g4-plan-buckets", "::mlir::ModuleOp"> {
+  let summary = "decode batch-size buckets and prefill token buckets for CUDA Graph capture";
+  let description = [{
+    Decode buckets: powers of two below max-seqs, then max-seqs. Prefill
+    buckets: powers of two from min-prefill below max-chunk, then max-chunk.
+    Sets `g4.buckets = {decode = array<i64: ...>, prefill = array<i64: ...>}`;
+    a step is padded up to the smallest bucket that holds it.
+  }];
+  let options = [
+    Option<"maxSeqs", "max-seqs", "int64_t", "4", "largest decode batch">,
+    Option<"maxChunk", "max-chunk", "int64_t", "256", "largest prefill chunk in tokens">,
+    Option<"minPrefill", "min-prefill", "int64_t", "16", "smallest prefill bucket">
+  ];
+}
+
+def PlanMemory : Pass<"g4-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "activation arena by liveness, per bucket; peak bytes";
+  let description = [{
+    For every bucket of `g4.buckets` (or just `tokens` when there are none)
+    sizes each tensor value of the function (token rows = the bucket's
+    tokens; per-sequence rows = its sequences; other dynamic dims =
+    max-seq-len), computes live ranges over the op order and packs them into
+    one arena (largest first, first fit, `alignment`-byte offsets). Each op
+    gets `g4.arena` (per result, one offset per bucket); the module gets
+    `g4.activations = {tokens, seqs, peak_bytes}`.
+  }];
+  let options = [
+    Option<"tokens", "tokens", "int64_t", "256", "token rows when the module has no g4.buckets">,
+    Option<"maxSeqLen", "max-seq-len", "int64_t", "2048", "size of other dynamic dims (unfused scores)">,
+    Option<"alignment", "alignment", "int64_t", "256", "byte alignment of every arena offset">
+  ];
+}
+
+def PlanOffload : Pass<"g4-plan-offload", "::mlir::ModuleOp"> {
+  let summary = "resident vs streamed weights under a device budget; prefetch/wait ops";
+  let description = [{
+    Adds up weights, KV pools (g4.kv), the activation arena (g4.activations),
+    workspaces, graph pools and the CUDA context against `budget-mib`. When
+    everything fits, every weight is resident. Otherwise whole layers'
+    Linear weights are streamed from pinned host memory, last layers first,
+    through two staging slots (double buffer): `g4.prefetch` of layer i+1 at
+    the start of layer i, `g4.wait` before layer i+1's first use. A plan that
+    cannot fit even with every layer streamed is an error that prints the
+    memory table. Sets `g4.memory_table`.
+  }];
+  let options = [
+    Option<"budgetMiB", "budget-mib", "int64_t", "9984", "device memory budget (MiB)">,
+    Option<"contextMiB", "context-mib", "int64_t", "512",
+           "CUDA context and runtime before any buffer (DESIGN.md 4: about 0.5 GiB measured)">,
+    Option<"workspaceMiB", "workspace-mib", "int64_t", "64", "cuBLAS/kernel workspaces">,
+    Option<"graphPoolMiB", "graph-pool-mib", "int64_t", "32", "CUDA Graph pools beyond the shared arena">
+  ];
+}
+
+#endif  // G4_PASSES_TD

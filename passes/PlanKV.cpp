@@ -1,0 +1,147 @@
+// g4-plan-kv: one g4.kv_buffer per layer (rings for sliding layers, paged
+// blocks for full layers), optionally storing K=V once on k_eq_v layers.
+#include "passes/PassUtils.h"
+#include "passes/Passes.h"
+
+namespace g4c::passes {
+#define GEN_PASS_DEF_PLANKV
+#include "passes/Passes.h.inc"
+}  // namespace g4c::passes
+
+using namespace mlir;
+using namespace g4c::g4;
+
+namespace g4c::passes {
+namespace {
+
+constexpr int64_t kBf16Bytes = 2;  // KV caches are BF16
+
+// K = rope(rms(k_raw, @k_norm)) and V = rms(k_raw) (no weight): K is a function
+// of V, so V alone can be stored. Returns the k_norm weight and the rope op.
+struct SharedKV {
+  RmsNormOp keyNorm;
+  RopeOp rope;
+};
+std::optional<SharedKV> matchSharedKV(KVWriteOp write) {
+  if (!write.getKey()) return std::nullopt;
+  auto rope = write.getKey().getDefiningOp<RopeOp>();
+  auto keyNorm = rope ? rope.getInput().getDefiningOp<RmsNormOp>() : RmsNormOp();
+  auto valueNorm = write.getValue().getDefiningOp<RmsNormOp>();
+  if (!keyNorm || !valueNorm || !keyNorm.getWeightAttr() || valueNorm.getWeightAttr()) return std::nullopt;
+  if (keyNorm.getInput() != valueNorm.getInput() || keyNorm.getGroup() != valueNorm.getGroup() ||
+      keyNorm.getEps() != valueNorm.getEps() || rope.getPositions() != write.getPositions())
+    return std::nullopt;
+  return SharedKV{keyNorm, rope};
+}
+
+struct PlanKVPass : impl::PlanKVBase<PlanKVPass> {
+  using PlanKVBase::PlanKVBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (blockSize <= 0 || maxChunk <= 0 || maxSeqs <= 0 || maxSeqLen <= 0) {
+      module.emitError("g4-plan-kv: block-size, max-chunk, max-seqs and max-seq-len must be positive");
+      return signalPassFailure();
+    }
+    // Attention op of each layer (fused form); the unfused form has none.
+    llvm::DenseMap<int64_t, AttentionOp> attentionOf;
+    module.walk([&](AttentionOp op) { attentionOf[op.getLayer()] = op; });
+
+    SmallVector<KVWriteOp> writes;
+    module.walk([&](KVWriteOp op) { writes.push_back(op); });
+    // Remove buffers of an earlier run so the pass is idempotent.
+    for (auto old : llvm::make_early_inc_range(module.getOps<KVBufferOp>())) old.erase();
+
+    OpBuilder b(module.getBodyRegion());
+    b.setInsertionPointToStart(module.getBody());
+    int64_t slidingBytes = 0, fullBytes = 0, totalPool = 0, sharedLayers = 0;
+    llvm::DenseSet<int64_t> seen;
+    for (KVWriteOp write : writes) {
+      const int64_t layer = write.getLayer();
+      if (!seen.insert(layer).second) {
+        write.emitOpError() << "layer " << layer << " has more than one kv_write";
+        return signalPassFailure();
+      }
+      AttentionOp attn = attentionOf.lookup(layer);
+      int64_t headDim = 0, kvHeads = 0;
+      if (attn) {
+        headDim = attn.getHeadDim();
+        kvHeads = attn.getNumKvHeads();
+      } else {
+        // Unfused graph: geometry from the kv_read consumers' qk op.
+        module.walk([&](QKOp qk) {
+          if (auto read = qk.getKey().getDefiningOp<KVReadOp>(); read && read.getLayer() == layer) {
+            headDim = qk.getHeadDim();
+            kvHeads = qk.getNumKvHeads();
+          }
+        });
+      }
+      const int64_t kvFeatures = cast<RankedTensorType>(write.getValue().getType()).getShape().back();
+      if (headDim == 0) {
+        write.emitOpError() << "no attention of layer " << layer << " reads this cache";
+        return signalPassFailure();
+      }
+      if (kvHeads * headDim != kvFeatures) {
+        write.emitOpError() << "value has " << kvFeatures << " features but the attention expects " << kvHeads
+                            << " x " << headDim;
+        return signalPassFailure();
+      }
+
+      bool storesKey = write.getKey() != nullptr;
+      if (kvShared && storesKey && attn) {
+        if (auto shared = matchSharedKV(write)) {
+          // The kernel recomputes K = rope(V * k_norm): hand it the weight and the rope.
+          attn.setKFromV(true);
+          attn.setKNormAttr(shared->keyNorm.getWeightAttr());
+          attn.setRotaryPairsAttr(shared->rope.getRotaryPairsAttr());
+          attn.setRopeThetaAttr(shared->rope.getThetaAttr());
+          write.getKeyMutable().clear();
+          if (shared->rope->use_empty()) shared->rope.erase();
+          if (shared->keyNorm->use_empty()) shared->keyNorm.erase();
+          storesKey = false;
+          ++sharedLayers;
+        }
+      }
+      const int64_t perToken = (storesKey ? 2 : 1) * kvFeatures * kBf16Bytes;
+      const bool sliding = write.getWindow() > 0;
+      auto name = b.getStringAttr("kv.layer" + std::to_string(layer));
+      KVBufferOp buffer;
+      if (sliding) {
+        // A chunk of C new tokens still needs the W-1 keys before its first token.
+        const int64_t capacity = write.getWindow() - 1 + maxChunk;
+        const int64_t pool = capacity * perToken * maxSeqs;
+        buffer = KVBufferOp::create(b, write.getLoc(), name, b.getI64IntegerAttr(layer), b.getStringAttr("ring"),
+                                    b.getI64IntegerAttr(kvHeads), b.getI64IntegerAttr(headDim),
+                                    b.getBoolAttr(storesKey), b.getI64IntegerAttr(perToken),
+                                    b.getI64IntegerAttr(pool), b.getI64IntegerAttr(capacity),
+                                    b.getI64IntegerAttr(maxSeqs), IntegerAttr(), IntegerAttr());
+        slidingBytes += perToken;
+        totalPool += pool;
+      } else {
+        const int64_t blocks = maxSeqs * ((maxSeqLen + blockSize - 1) / blockSize);
+        const int64_t pool = blocks * blockSize * perToken;
+        buffer = KVBufferOp::create(b, write.getLoc(), name, b.getI64IntegerAttr(layer), b.getStringAttr("paged"),
+                                    b.getI64IntegerAttr(kvHeads), b.getI64IntegerAttr(headDim),
+                                    b.getBoolAttr(storesKey), b.getI64IntegerAttr(perToken),
+                                    b.getI64IntegerAttr(pool), IntegerAttr(), IntegerAttr(),
+                                    b.getI64IntegerAttr(blockSize), b.getI64IntegerAttr(blocks));
+        fullBytes += perToken;
+        totalPool += pool;
+      }
+      (void)buffer;
+    }
+    module->setAttr("g4.kv", b.getDictionaryAttr({
+        b.getNamedAttr("sliding_bytes_per_token", b.getI64IntegerAttr(slidingBytes)),
+        b.getNamedAttr("full_bytes_per_token", b.getI64IntegerAttr(fullBytes)),
+        b.getNamedAttr("pool_bytes", b.getI64IntegerAttr(totalPool)),
+        b.getNamedAttr("k_from_v_layers", b.getI64IntegerAttr(sharedLayers)),
+        b.getNamedAttr("block_size", b.getI64IntegerAttr(blockSize)),
+        b.getNamedAttr("max_chunk", b.getI64IntegerAttr(maxChunk)),
+        b.getNamedAttr("max_seqs", b.getI64IntegerAttr(maxSeqs)),
+        b.getNamedAttr("max_seq_len", b.getI64IntegerAttr(maxSeqLen)),
+    }));
+  }
+};
+
+}  // namespace
+}  // namespace g4c::passes
