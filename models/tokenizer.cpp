@@ -64,10 +64,7 @@ class HfTokenizer final : public Tokenizer {
   bool is_special(int32_t id) const override {
     return id >= 0 && id < vocab_size_ && special_[static_cast<size_t>(id)];
   }
-  std::string id_to_token(int32_t id) const override {
-    const std::string* token = token_of(id);
-    return token ? *token : std::string();
-  }
+  std::string id_to_token(int32_t id) const override { return std::string(token_of(id).value_or("")); }
   int32_t token_to_id(std::string_view token) const override {
     const auto it = added_ids_.find(std::string(token));
     return it != added_ids_.end() ? it->second : model_->token_to_id(token);
@@ -80,7 +77,7 @@ class HfTokenizer final : public Tokenizer {
     std::string normalized;
   };
 
-  const std::string* token_of(int32_t id) const;
+  std::optional<std::string_view> token_of(int32_t id) const;
   void parse_added_tokens(const json& list);
   void parse_post_processor(const json& config);
   // Normalizes, pre-tokenizes and BPE-encodes text between raw added tokens.
@@ -120,9 +117,7 @@ HfTokenizer::HfTokenizer(TokenizerJson doc, const std::string& name) : name_(nam
                 "\" (only BPE is supported)");
   if (!doc.has_vocab) throw Error(name_ + ": model.vocab is missing or not an object of token → id");
   if (!doc.has_merges && model.contains("merges")) throw Error(name_ + ": model.merges must be an array");
-  model_ = std::make_unique<BpeModel>(std::move(doc.vocab), doc.merges, bpe_options(model, name_), name_);
-  doc.merges.clear();
-  doc.merges.shrink_to_fit();
+  model_ = std::make_unique<BpeModel>(doc, bpe_options(model, name_), name_);
 
   normalizer_ = Normalizer::parse(member_or_null(root, "normalizer"), name_ + ": normalizer");
   pre_tokenizer_ = PreTokenizer::parse(member_or_null(root, "pre_tokenizer"), name_ + ": pre_tokenizer");
@@ -219,9 +214,9 @@ void HfTokenizer::parse_post_processor(const json& config) {
   if (!template_before_.empty()) bos_id_ = template_before_.front();
 }
 
-const std::string* HfTokenizer::token_of(int32_t id) const {
+std::optional<std::string_view> HfTokenizer::token_of(int32_t id) const {
   const auto it = added_by_id_.find(id);
-  if (it != added_by_id_.end()) return &added_[it->second].content;
+  if (it != added_by_id_.end()) return added_[it->second].content;
   return model_->id_to_token(id);
 }
 
@@ -283,12 +278,12 @@ std::string HfTokenizer::decode(std::span<const int32_t> ids, bool skip_special)
   std::vector<std::string> tokens;
   tokens.reserve(ids.size());
   for (const int32_t id : ids) {
-    const std::string* token = token_of(id);
-    if (token == nullptr)
+    const std::optional<std::string_view> token = token_of(id);
+    if (!token)
       throw Error(name_ + ": cannot decode id " + std::to_string(id) + " (not a token of this vocabulary of " +
                   std::to_string(vocab_size_) + " ids)");
     if (skip_special && is_special(id)) continue;
-    tokens.push_back(*token);
+    tokens.emplace_back(*token);
   }
   if (!has_decoder_) {
     // Hugging Face joins tokens with spaces when there is no decoder.

@@ -63,39 +63,44 @@ bool later(const BpeScratch::Candidate& a, const BpeScratch::Candidate& b) {
 
 }  // namespace
 
-BpeModel::BpeModel(std::vector<std::pair<std::string, int64_t>> vocab,
-                   const std::vector<std::pair<std::string, std::string>>& merges, BpeOptions options,
-                   const std::string& name)
+BpeModel::BpeModel(TokenizerJson& doc, BpeOptions options, const std::string& name)
     : name_(name), options_(std::move(options)) {
+  const auto& vocab = doc.vocab;
   if (vocab.empty()) throw Error(name_ + ": model.vocab is empty");
   int64_t max_id = 0;
-  for (const auto& [token, id] : vocab) max_id = std::max(max_id, id);
+  for (const auto& [ref, id] : vocab) max_id = std::max(max_id, id);
   // Ids are dense in every real tokenizer; a bound keeps a corrupt file from asking
   // for gigabytes of id → token table.
   if (max_id >= 2 * static_cast<int64_t>(vocab.size()) + 1024)
     throw Error(name_ + ": model.vocab id " + std::to_string(max_id) + " is far beyond its " +
                 std::to_string(vocab.size()) + " entries (ids must be dense)");
-  tokens_.resize(static_cast<size_t>(max_id) + 1);
-  present_.assign(tokens_.size(), false);
-  for (auto& [token, id] : vocab) {
-    if (present_[id])
-      throw Error(name_ + ": model.vocab id " + std::to_string(id) + " is used by both " + quoted(tokens_[id]) +
-                  " and " + quoted(token));
-    tokens_[id] = std::move(token);
-    present_[id] = true;
+  text_ = std::move(doc.vocab_text);
+  tokens_.assign(static_cast<size_t>(max_id) + 1, TextRef{0, kAbsent});
+  for (const auto& [ref, id] : vocab) {
+    if (tokens_[id].length != kAbsent)
+      throw Error(name_ + ": model.vocab id " + std::to_string(id) + " is used by both " + quoted(token(id)) +
+                  " and " + quoted(std::string_view(text_).substr(ref.offset, ref.length)));
+    tokens_[id] = ref;
   }
-  token_ids_.reserve(vocab.size());
+  size_t capacity = 16;
+  while (capacity < vocab.size() * 2) capacity *= 2;
+  token_index_.assign(capacity, 0);
+  token_mask_ = capacity - 1;
+  // File order, so a token listed twice maps to its last id (as a JSON object would).
+  for (const auto& [ref, id] : vocab) index_token(static_cast<int32_t>(id));
+  doc.vocab.clear();
+  doc.vocab.shrink_to_fit();
+
   bmp_char_ids_.assign(0x10000, -1);
-  for (size_t id = 0; id < tokens_.size(); ++id) {
-    if (!present_[id]) continue;
-    const std::string& token = tokens_[id];
-    token_ids_.insert_or_assign(std::string_view(token), static_cast<int32_t>(id));
+  for (int32_t id = 0; id < size(); ++id) {
+    if (tokens_[id].length == kAbsent) continue;
+    const std::string_view t = token(id);
     uint32_t cp;
-    if (!token.empty() && utf8_char(token, 0, &cp) == static_cast<int>(token.size())) {
+    if (!t.empty() && utf8_char(t, 0, &cp) == static_cast<int>(t.size())) {
       if (cp < 0x10000) {
-        bmp_char_ids_[cp] = static_cast<int32_t>(id);
+        bmp_char_ids_[cp] = id;
       } else {
-        astral_char_ids_[cp] = static_cast<int32_t>(id);
+        astral_char_ids_[cp] = id;
       }
     }
   }
@@ -108,13 +113,15 @@ BpeModel::BpeModel(std::vector<std::pair<std::string, int64_t>> vocab,
   }
   if (!options_.unk_token.empty()) unk_id_ = token_to_id(options_.unk_token);
 
-  size_t capacity = 16;
+  const auto& merges = doc.merges;
+  capacity = 16;
   while (capacity < merges.size() * 2) capacity *= 2;
   merge_table_.assign(capacity, MergeSlot{kEmpty, 0, 0});
   merge_mask_ = capacity - 1;
   std::string merged;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
-    const auto& [left, right] = merges[rank];
+    const std::string_view left = doc.merge_token(merges[rank].first);
+    const std::string_view right = doc.merge_token(merges[rank].second);
     const int32_t left_id = token_to_id(left);
     const int32_t right_id = token_to_id(right);
     merged.assign(left).append(right);
@@ -133,16 +140,63 @@ BpeModel::BpeModel(std::vector<std::pair<std::string, int64_t>> vocab,
       }
     }
   }
+  find_word_splits(merges, doc);
 }
 
-int32_t BpeModel::token_to_id(std::string_view token) const {
-  const auto it = token_ids_.find(token);
-  return it == token_ids_.end() ? -1 : it->second;
+namespace {
+constexpr std::string_view kMetaspace = "\xE2\x96\x81";  // ▁
+// A point inside `s` where ▁ follows a character other than ▁.
+bool is_word_start(std::string_view s, size_t i) {
+  return i > 0 && s.compare(i, kMetaspace.size(), kMetaspace) == 0 &&
+         !(i >= kMetaspace.size() && s.compare(i - kMetaspace.size(), kMetaspace.size(), kMetaspace) == 0);
+}
+}  // namespace
+
+void BpeModel::find_word_splits(const std::vector<std::pair<TextRef, TextRef>>& merges, const TokenizerJson& doc) {
+  if (options_.ignore_merges) return;  // ignore_merges looks whole words up first
+  std::string merged;
+  for (const auto& [left, right] : merges) {
+    merged.assign(doc.merge_token(left)).append(doc.merge_token(right));
+    for (size_t k = 1; k < merged.size(); ++k)
+      if (is_word_start(merged, k)) crossing_tokens_.emplace_back(merged, k);
+  }
+  // With many crossing tokens the checks would cost more than they save.
+  split_words_ = crossing_tokens_.size() <= 64;
 }
 
-const std::string* BpeModel::id_to_token(int32_t id) const {
-  if (id < 0 || id >= size() || !present_[id]) return nullptr;
-  return &tokens_[id];
+bool BpeModel::can_split_at(std::string_view word, size_t i) const {
+  if (!is_word_start(word, i)) return false;
+  for (const auto& [token, k] : crossing_tokens_)
+    if (i >= k && word.compare(i - k, token.size(), token) == 0) return false;
+  return true;
+}
+
+void BpeModel::index_token(int32_t id) {
+  const std::string_view t = token(id);
+  const uint64_t hash = std::hash<std::string_view>{}(t);
+  const uint64_t entry = (hash >> 32 << 32) | static_cast<uint64_t>(id + 1);
+  for (uint64_t slot = hash & token_mask_;; slot = (slot + 1) & token_mask_) {
+    uint64_t& e = token_index_[slot];
+    if (e == 0 || ((e >> 32) == (hash >> 32) && token(static_cast<int32_t>((e & 0xFFFFFFFFu) - 1)) == t)) {
+      e = entry;
+      return;
+    }
+  }
+}
+
+int32_t BpeModel::token_to_id(std::string_view t) const {
+  const uint64_t hash = std::hash<std::string_view>{}(t);
+  for (uint64_t slot = hash & token_mask_;; slot = (slot + 1) & token_mask_) {
+    const uint64_t e = token_index_[slot];
+    if (e == 0) return -1;
+    const auto id = static_cast<int32_t>((e & 0xFFFFFFFFu) - 1);
+    if ((e >> 32) == (hash >> 32) && token(id) == t) return id;
+  }
+}
+
+std::optional<std::string_view> BpeModel::id_to_token(int32_t id) const {
+  if (id < 0 || id >= size() || tokens_[id].length == kAbsent) return std::nullopt;
+  return token(id);
 }
 
 const BpeModel::MergeSlot* BpeModel::find_merge(int32_t left, int32_t right) const {
@@ -205,6 +259,41 @@ void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out, Bpe
       return;
     }
   }
+  if (!split_words_) {
+    merge_piece(word, out, scratch);
+    return;
+  }
+  size_t start = 0;
+  for (size_t i = 1; i < word.size(); ++i) {
+    if (static_cast<uint8_t>(word[i]) != 0xE2 || !can_split_at(word, i)) continue;
+    encode_piece(word.substr(start, i - start), out, scratch);
+    start = i;
+  }
+  encode_piece(word.substr(start), out, scratch);
+}
+
+void BpeModel::encode_piece(std::string_view piece, std::vector<int32_t>& out, BpeScratch& scratch) const {
+  if (piece.size() > kCachedPieceBytes) {
+    merge_piece(piece, out, scratch);
+    return;
+  }
+  const std::string key(piece);
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    const auto it = cache_.find(key);
+    if (it != cache_.end()) {
+      out.insert(out.end(), it->second.begin(), it->second.end());
+      return;
+    }
+  }
+  const size_t first = out.size();
+  merge_piece(piece, out, scratch);
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  if (cache_.size() >= kCacheEntries) cache_.clear();
+  cache_.emplace(key, std::vector<int32_t>(out.begin() + static_cast<std::ptrdiff_t>(first), out.end()));
+}
+
+void BpeModel::merge_piece(std::string_view word, std::vector<int32_t>& out, BpeScratch& scratch) const {
   push_initial_symbols(word, scratch);
   auto& symbols = scratch.symbols;
   auto& heap = scratch.heap;

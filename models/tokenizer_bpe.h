@@ -5,9 +5,12 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "models/tokenizer_json.h"
 
 namespace g4c::models::tokenizer_detail {
 
@@ -36,22 +39,17 @@ struct BpeScratch {
 
 class BpeModel {
  public:
-  // `vocab`: (token, id) pairs (consumed); `merges`: (left, right) in rank order.
-  // Throws g4c::Error("<name>: ...") for duplicate ids, merges naming unknown tokens,
-  // a missing unk token, etc.
-  BpeModel(std::vector<std::pair<std::string, int64_t>> vocab,
-           const std::vector<std::pair<std::string, std::string>>& merges, BpeOptions options,
-           const std::string& name);
-  BpeModel(const BpeModel&) = delete;  // token_ids_ holds views into tokens_
-  BpeModel& operator=(const BpeModel&) = delete;
+  // Takes doc.vocab / doc.vocab_text (moved out) and doc.merges (read). Throws
+  // g4c::Error("<name>: ...") for duplicate ids, merges naming unknown tokens, etc.
+  BpeModel(TokenizerJson& doc, BpeOptions options, const std::string& name);
 
-  // Appends the ids of one pre-tokenized word (already normalized).
+  // Appends the ids of one pre-tokenized word (already normalized). Thread-safe.
   void encode_word(std::string_view word, std::vector<int32_t>& out, BpeScratch& scratch) const;
 
   // -1 when absent.
   int32_t token_to_id(std::string_view token) const;
-  // Token string of `id`, or nullptr when the model vocab has no such id.
-  const std::string* id_to_token(int32_t id) const;
+  // Token string of `id`, or nullopt when the model vocab has no such id.
+  std::optional<std::string_view> id_to_token(int32_t id) const;
   // One past the largest id of the model vocab.
   int32_t size() const { return static_cast<int32_t>(tokens_.size()); }
 
@@ -64,21 +62,44 @@ class BpeModel {
   static constexpr uint64_t kEmpty = ~uint64_t{0};
 
   const MergeSlot* find_merge(int32_t left, int32_t right) const;
+  // BPE of one piece, through the cache when it is short.
+  void encode_piece(std::string_view piece, std::vector<int32_t>& out, BpeScratch& scratch) const;
+  void merge_piece(std::string_view piece, std::vector<int32_t>& out, BpeScratch& scratch) const;
+  void find_word_splits(const std::vector<std::pair<TextRef, TextRef>>& merges, const TokenizerJson& doc);
+  bool can_split_at(std::string_view word, size_t i) const;
   int32_t char_id(uint32_t code_point) const;
   void push_initial_symbols(std::string_view word, BpeScratch& scratch) const;
 
   std::string name_;
   BpeOptions options_;
   int32_t unk_id_ = -1;
-  std::vector<std::string> tokens_;  // by id; gaps are empty and absent from token_ids_
-  std::vector<bool> present_;
-  std::unordered_map<std::string_view, int32_t> token_ids_;  // views into tokens_
+  static constexpr uint32_t kAbsent = ~uint32_t{0};
+  std::string_view token(int32_t id) const { return std::string_view(text_).substr(tokens_[id].offset, tokens_[id].length); }
+  void index_token(int32_t id);
+
+  std::string text_;            // all token strings (TokenizerJson::vocab_text)
+  std::vector<TextRef> tokens_;  // by id; length kAbsent for ids not in the vocab
+  // token → id, open addressing: (hash >> 32) << 32 | (id + 1), 0 = empty slot.
+  std::vector<uint64_t> token_index_;
+  uint64_t token_mask_ = 0;
   std::vector<int32_t> bmp_char_ids_;                        // code point < 0x10000 → id or -1
   std::unordered_map<uint32_t, int32_t> astral_char_ids_;    // code point ≥ 0x10000
   int32_t byte_ids_[256];                                    // <0xNN> → id or -1
   bool all_bytes_present_ = false;
   std::vector<MergeSlot> merge_table_;  // open addressing, power-of-two size
   uint64_t merge_mask_ = 0;
+
+  // Word splitting (a speed-up with identical results): a merge can only join symbols
+  // across a point where "▁" follows another character if its merged token spans that
+  // point. The few merged tokens that do ("crossing" tokens, e.g. Gemma 3's ">▁</")
+  // are kept with the offset of such a point; a word is cut at every such point no
+  // crossing token covers, and the pieces are merged (and cached) independently.
+  bool split_words_ = false;
+  std::vector<std::pair<std::string, size_t>> crossing_tokens_;
+  static constexpr size_t kCachedPieceBytes = 64;
+  static constexpr size_t kCacheEntries = 1 << 16;  // cleared when full
+  mutable std::mutex cache_mutex_;
+  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
 };
 
 // Decodes one UTF-8 character at s[i]; returns its byte length (1–4) and sets *cp, or

@@ -20,8 +20,7 @@ class Reader {
   bool number_integer(json::number_integer_t v) {
     if (mode_ == Mode::Vocab) {
       if (v < 0) return fail("model.vocab[\"" + vocab_key_ + "\"] has a negative id " + std::to_string(v));
-      doc_.vocab.emplace_back(std::move(vocab_key_), v);
-      return true;
+      return add_vocab(v);
     }
     return scalar(json(v), "a number");
   }
@@ -29,8 +28,7 @@ class Reader {
     if (mode_ == Mode::Vocab) {
       if (v > static_cast<json::number_unsigned_t>(INT32_MAX))
         return fail("model.vocab[\"" + vocab_key_ + "\"] has an id out of range");
-      doc_.vocab.emplace_back(std::move(vocab_key_), static_cast<int64_t>(v));
-      return true;
+      return add_vocab(static_cast<int64_t>(v));
     }
     return scalar(json(v), "a number");
   }
@@ -47,12 +45,13 @@ class Reader {
         if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
           return fail("model.merges[" + std::to_string(doc_.merges.size()) + "] is not \"left right\": \"" +
                       s.substr(0, 64) + "\"");
-        doc_.merges.emplace_back(s.substr(0, sp), s.substr(sp + 1));
+        const TextRef left = add_merge_text(std::string_view(s).substr(0, sp));
+        doc_.merges.emplace_back(left, add_merge_text(std::string_view(s).substr(sp + 1)));
         return true;
       }
       case Mode::MergePair:
-        if (pair_.size() >= 2) return fail(merge_shape_error());
-        pair_.push_back(std::move(s));
+        if (pair_size_ >= 2) return fail(merge_shape_error());
+        pair_[pair_size_++] = add_merge_text(s);
         return true;
       case Mode::Dom:
         place(json(std::move(s)));
@@ -68,6 +67,7 @@ class Reader {
       mode_ = Mode::Vocab;
       doc_.has_vocab = true;
       doc_.vocab.clear();
+      doc_.vocab_text.clear();
       return true;
     }
     const bool is_model = stack_.size() == 1 && stack_.back().is_object && stack_.back().key == "model";
@@ -97,7 +97,7 @@ class Reader {
       case Mode::MergePair: return fail(merge_shape_error());
       case Mode::Merges:
         mode_ = Mode::MergePair;
-        pair_.clear();
+        pair_size_ = 0;
         return true;
       case Mode::Dom: break;
     }
@@ -105,6 +105,7 @@ class Reader {
       mode_ = Mode::Merges;
       doc_.has_merges = true;
       doc_.merges.clear();
+      doc_.merge_text.clear();
       return true;
     }
     json* node = place(json::array());
@@ -113,8 +114,8 @@ class Reader {
   }
   bool end_array() {
     if (mode_ == Mode::MergePair) {
-      if (pair_.size() != 2) return fail(merge_shape_error());
-      doc_.merges.emplace_back(std::move(pair_[0]), std::move(pair_[1]));
+      if (pair_size_ != 2) return fail(merge_shape_error());
+      doc_.merges.emplace_back(pair_[0], pair_[1]);
       mode_ = Mode::Merges;
       return true;
     }
@@ -141,6 +142,20 @@ class Reader {
     std::string key;
   };
 
+  bool add_vocab(int64_t id) {
+    if (doc_.vocab_text.size() + vocab_key_.size() > UINT32_MAX) return fail("model.vocab is larger than 4 GiB");
+    const TextRef ref{static_cast<uint32_t>(doc_.vocab_text.size()), static_cast<uint32_t>(vocab_key_.size())};
+    doc_.vocab_text += vocab_key_;
+    doc_.vocab.emplace_back(ref, id);
+    return true;
+  }
+  TextRef add_merge_text(std::string_view s) {
+    // Buffers past 4 GiB cannot come from a JSON text nlohmann accepts here (see
+    // parse_tokenizer_json's size check).
+    const TextRef ref{static_cast<uint32_t>(doc_.merge_text.size()), static_cast<uint32_t>(s.size())};
+    doc_.merge_text += s;
+    return ref;
+  }
   bool in_model_member(const char* name) const {
     return !stack_.empty() && stack_.back().is_model && stack_.back().key == name;
   }
@@ -180,14 +195,18 @@ class Reader {
   std::vector<Frame> stack_;
   Mode mode_ = Mode::Dom;
   std::string vocab_key_;
-  std::vector<std::string> pair_;
+  TextRef pair_[2];
+  int pair_size_ = 0;
   std::string error_;
 };
 
 }  // namespace
 
 TokenizerJson parse_tokenizer_json(std::string_view text, const std::string& name) {
+  if (text.size() >= UINT32_MAX) throw Error(name + ": tokenizer.json larger than 4 GiB");
   TokenizerJson doc;
+  doc.vocab_text.reserve(text.size() / 4);
+  doc.merge_text.reserve(text.size() / 4);
   Reader reader(doc);
   bool ok = false;
   try {

@@ -17,14 +17,27 @@
 
 namespace g4c::models::tokenizer_detail {
 
+// A string stored in one of TokenizerJson's text buffers.
+struct TextRef {
+  uint32_t offset = 0;
+  uint32_t length = 0;
+};
+
 struct TokenizerJson {
   // The whole document except model.vocab and model.merges when those have the
   // streamed shapes (object of ids; array of "a b" strings or [a, b] pairs).
   nlohmann::json rest;
   bool has_vocab = false;   // model.vocab was an object and was streamed below
   bool has_merges = false;  // model.merges was an array and was streamed below
-  std::vector<std::pair<std::string, int64_t>> vocab;        // in file order
-  std::vector<std::pair<std::string, std::string>> merges;   // in rank order
+  // Streamed members: strings back to back in one buffer each (a million small
+  // std::strings would dominate load time).
+  std::string vocab_text;
+  std::vector<std::pair<TextRef, int64_t>> vocab;  // (token, id) in file order
+  std::string merge_text;
+  std::vector<std::pair<TextRef, TextRef>> merges;  // (left, right) in rank order
+
+  std::string_view vocab_token(const TextRef& r) const { return std::string_view(vocab_text).substr(r.offset, r.length); }
+  std::string_view merge_token(const TextRef& r) const { return std::string_view(merge_text).substr(r.offset, r.length); }
 };
 
 // Parses `text`; throws g4c::Error("<name>: ...") for malformed JSON or a vocab/merges
