@@ -1,0 +1,178 @@
+// Internal state of the CUDA backend shared by its .cpp files (not a public header).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <functional>
+#include <map>
+#include <span>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/cuda/kernels.h"
+#include "runtime/cuda_backend/cuda_backend.h"
+#include "runtime/cuda_backend/device.h"
+#include "runtime/cuda_backend/extra_kernels.h"
+#include "runtime/trace.h"
+
+namespace g4c::models {
+class Checkpoint;
+}
+
+namespace g4c::cudart {
+
+namespace fb = plan::fb;
+using runtime::BatchDesc;
+
+// One weight on the device.
+struct DevWeight {
+  enum Kind { kAbsent, kBf16, kInt4 } kind = kAbsent;
+  void* mem = nullptr;
+  size_t bytes = 0;
+  cuda::Bf16Weight bw;
+  cuda::Int4Weight iw;
+  const bf16* ptr() const { return static_cast<const bf16*>(mem); }
+};
+
+// An activation buffer.
+struct DevValue {
+  VType type = VType::BF16;
+  int cols = 0;
+  fb::RowSpace rows = fb::RowSpace::Tokens;
+  void* ptr = nullptr;
+  size_t elem() const { return type == VType::BF16 ? 2 : 4; }
+};
+
+// KV slot mapping shared by KV layers of the same kind and unit (ring capacity / block size).
+struct KvGroup {
+  fb::KvKind kind;
+  int unit = 0;          // ring capacity or block size
+  int64_t scratch = 0;   // slot written by padded rows (one past the last real slot)
+};
+
+struct DevKv {
+  bf16* k = nullptr;
+  bf16* v = nullptr;
+  int row = 0;  // Hkv * D
+  int group = 0;
+  int window = 0;
+  bool shared = false;
+};
+
+// Shape of one launch: the real batch, or a decode bucket (padded).
+struct Shape {
+  int T = 0, S = 0, R = 0;       // rows used by the kernels (padded for buckets)
+  int real_T = 0, real_S = 0, real_R = 0;
+  int max_q_len = 0, max_kv_len = 0;
+  bool bucket = false;
+};
+
+// Offsets (in bytes) of the batch metadata in one device buffer (mirrored in pinned memory).
+struct MetaLayout {
+  size_t tokens = 0, positions = 0, logit_rows = 0, q_start = 0, ctx_len = 0;
+  std::vector<size_t> slots;      // per KvGroup: int64 [cap_T]
+  std::vector<size_t> ring_base;  // per KvGroup: int32 [cap_S] (rings)
+  size_t block_table = 0;         // int32 [cap_S][max_blocks]
+  size_t bytes = 0;
+};
+
+class CudaBackend final : public runtime::Backend {
+ public:
+  explicit CudaBackend(const runtime::CudaOptions& o);
+  ~CudaBackend() override;
+  const char* name() const override { return "cuda"; }
+  void prepare(const plan::Plan& plan, const runtime::WeightStore& weights, const runtime::KvSizes& kv) override;
+  void execute(const BatchDesc& batch, int first_step, int last_step) override;
+  int read_value(int value, std::vector<float>* out) const override;
+  void write_value(int value, std::span<const float> data) override;
+  void set_linear_observer(LinearObserver o) override {
+    observer_ = std::move(o);
+    drop_graphs();  // observed steps run eagerly
+  }
+  void weight_updated(int weight) override;
+  size_t peak_bytes() const override { return device_->peak_bytes(); }
+  runtime::CudaInfo info() const;
+
+ private:
+  friend struct StepRunner;
+  // memory
+  void* dmalloc(size_t bytes, const char* what);
+  void dfree(void*& p);
+  std::string breakdown() const;
+  // weights (cuda_weights.cpp)
+  void load_weights();
+  void upload_dense(int id);
+  void upload_pair(int gate, int up, const models::Checkpoint* ck);
+  DevWeight make_int4(int id, int up_id, const models::Checkpoint* ck);  // kAbsent when unsupported
+  void free_weight(DevWeight& w);
+  // batch
+  void ensure_capacity(int T, int S, int R);
+  void fill_meta(const BatchDesc& b, const Shape& sh);
+  int rows_of(int value, const Shape& sh) const;
+  void run_steps(int first, int last);
+  void run_step(int index, const fb::Step& st);  // steps.cpp
+  void drop_graphs();
+  void flush_trace();
+  bool trace_on() const { return trace_ != nullptr; }
+
+  runtime::CudaOptions opts_;
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<runtime::TraceWriter> trace_;
+  const plan::Plan* plan_ = nullptr;
+  const runtime::WeightStore* store_ = nullptr;
+  runtime::KvSizes kv_sizes_;
+
+  std::vector<DevWeight> weights_;             // by plan weight id
+  std::map<std::pair<int, int>, DevWeight> pairs_;  // (gate, up) → fused gate_up weight
+  std::vector<bool> standalone_;               // weight is bound outside a gate/up pair
+  std::vector<DevValue> values_;
+  std::vector<KvGroup> groups_;
+  std::vector<DevKv> kv_;
+  int max_blocks_ = 1;
+  int value_logits_ = -1;
+
+  // capacities and buffers
+  int cap_T_ = 0, cap_S_ = 0, cap_R_ = 0;
+  MetaLayout meta_;
+  void* meta_dev_ = nullptr;
+  unsigned char* meta_host_ = nullptr;  // pinned
+  bf16* lm_tmp_ = nullptr;              // LmHead: normed rows [cap_R][H]
+  void* gemm_ws_ = nullptr;
+  size_t gemm_ws_bytes_ = 0;
+  void* attn_ws_ = nullptr;
+  size_t attn_ws_bytes_ = 0;
+  mutable void* read_host_ = nullptr;  // pinned staging for read_value
+  mutable size_t read_host_bytes_ = 0;
+  int H_ = 0;
+
+  Shape shape_;
+  const BatchDesc* batch_ = nullptr;
+  LinearObserver observer_;
+
+  // graphs: decode bucket (sequences) → executable graph
+  std::map<int, cudaGraphExec_t> graphs_;
+  std::map<int, int> bucket_seen_;
+  long graph_replays_ = 0, eager_steps_ = 0;
+  int graphs_captured_ = 0;
+  bool capturing_ = false;
+
+  // accounting
+  size_t weight_bytes_ = 0, kv_bytes_ = 0, arena_bytes_ = 0, ws_bytes_ = 0;
+  std::vector<void*> allocs_;
+
+  // trace: CUDA events around eager steps / graph replays, resolved at the next sync
+  struct Pending {
+    std::string name, cat;
+    int tid;
+    int ev0, ev1;
+  };
+  std::vector<cudaEvent_t> events_;
+  int next_event_ = 0;
+  std::vector<Pending> pending_;
+  cudaEvent_t trace_ref_ = nullptr;
+  double trace_ref_us_ = 0;
+  int event();
+};
+
+}  // namespace g4c::cudart

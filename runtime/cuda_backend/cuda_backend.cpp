@@ -1,0 +1,544 @@
+// The CUDA backend: device state, batch metadata, eager execution and decode CUDA graphs
+// (see cuda_backend.h). Weight upload: cuda_weights.cpp; the per-step kernel mapping: steps.cpp.
+#include "runtime/cuda_backend/cuda_backend.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "models/error.h"
+#include "runtime/cuda_backend/backend_state.h"
+
+namespace g4c::cudart {
+namespace {
+std::string mib(size_t b) { return std::to_string((b + (1 << 19)) >> 20) + " MiB"; }
+size_t align256(size_t b) { return (b + 255) & ~size_t(255); }
+}  // namespace
+
+CudaBackend::CudaBackend(const runtime::CudaOptions& o) : opts_(o) {
+  DeviceOptions d;
+  d.device = o.device;
+  d.budget_bytes = o.budget_bytes;
+  if (!o.emulate.empty()) {
+    if (o.emulate != "1g.10gb")
+      throw Error("cuda backend: unknown --emulate profile '" + o.emulate + "' (supported: 1g.10gb)");
+    d.green_sms = 16;  // Hopper splits SMs in groups of 8; the real 1g.10gb slice has 14 (DESIGN.md §5)
+    d.emulation = o.emulate;
+    const size_t cap = 9984ull << 20;
+    d.budget_bytes = d.budget_bytes ? std::min(d.budget_bytes, cap) : cap;
+  }
+  device_ = std::make_unique<Device>(d);
+  if (!o.trace_path.empty()) {
+    trace_ = std::make_unique<runtime::TraceWriter>(o.trace_path);
+    trace_->name_track(runtime::TraceWriter::kCompute, "GPU compute stream (CUDA events)");
+    trace_->name_track(runtime::TraceWriter::kCopy, "copies");
+    trace_->name_track(runtime::TraceWriter::kGraph, "CUDA graph replays");
+    check(cudaEventCreate(&trace_ref_), "cudaEventCreate");
+    check(cudaEventRecord(trace_ref_, device_->stream()), "cudaEventRecord");
+    check(cudaEventSynchronize(trace_ref_), "cudaEventSynchronize");
+    trace_ref_us_ = trace_->now_us();
+  }
+}
+
+CudaBackend::~CudaBackend() {
+  if (!device_) return;
+  cudaStreamSynchronize(device_->stream());
+  try {
+    flush_trace();
+    if (trace_) {
+      auto i = info();
+      trace_->instant("peak device bytes " + mib(i.peak_device_bytes), "memory", trace_->now_us());
+      trace_->close();
+    }
+  } catch (...) {
+  }
+  drop_graphs();
+  for (auto e : events_) cudaEventDestroy(e);
+  if (trace_ref_) cudaEventDestroy(trace_ref_);
+  for (void* p : allocs_) cudaFree(p);
+  if (meta_host_) cudaFreeHost(meta_host_);
+  if (read_host_) cudaFreeHost(read_host_);
+}
+
+void* CudaBackend::dmalloc(size_t bytes, const char* what) {
+  if (bytes == 0) return nullptr;
+  bytes = align256(bytes);
+  device_->reserve(bytes, what, breakdown());
+  void* p = nullptr;
+  check(cudaMalloc(&p, bytes), what);
+  allocs_.push_back(p);
+  device_->check_budget(what, breakdown());
+  return p;
+}
+
+void CudaBackend::dfree(void*& p) {
+  if (!p) return;
+  auto it = std::find(allocs_.begin(), allocs_.end(), p);
+  if (it != allocs_.end()) allocs_.erase(it);
+  cudaFree(p);
+  p = nullptr;
+}
+
+std::string CudaBackend::breakdown() const {
+  return "  context " + mib(device_->context_bytes()) + ", weights " + mib(weight_bytes_) + ", KV " + mib(kv_bytes_) +
+         ", activations " + mib(arena_bytes_) + ", workspaces " + mib(ws_bytes_);
+}
+
+void CudaBackend::prepare(const plan::Plan& plan, const runtime::WeightStore& weights, const runtime::KvSizes& kv) {
+  plan_ = &plan;
+  store_ = &weights;
+  kv_sizes_ = kv;
+  const auto* cfg = plan->model();
+  H_ = cfg->hidden_size();
+  value_logits_ = plan->logits_value();
+  const auto t0 = trace_ ? trace_->now_us() : 0.0;
+
+  // Values: BF16, except the logits (fp32) and Argmax outputs (int32).
+  const auto* vals = plan->values();
+  values_.assign(vals->size(), {});
+  for (int i = 0; i < int(vals->size()); ++i) {
+    values_[i].cols = vals->Get(i)->cols();
+    values_[i].rows = vals->Get(i)->rows();
+    if (vals->Get(i)->dtype() == fb::DType::I32) values_[i].type = VType::I32;
+  }
+  if (value_logits_ >= 0) values_[value_logits_].type = VType::F32;
+  for (const auto* st : *plan->program()) {
+    if (st->kernel() == fb::KernelId::LmHead) values_.at(st->outputs()->Get(0)).type = VType::F32;
+    if (st->kernel() == fb::KernelId::Argmax) values_.at(st->outputs()->Get(0)).type = VType::I32;
+  }
+
+  // KV: one slot mapping per (kind, unit); one extra scratch slot per cache for padded rows.
+  kv_.clear();
+  groups_.clear();
+  max_blocks_ = std::max(1, kv.num_blocks);
+  for (const auto* l : *plan->kv()) {
+    const bool ring = l->kind() == fb::KvKind::Ring;
+    const int unit = ring ? l->capacity() : l->block_size();
+    if (unit <= 0) throw Error("cuda backend: KV layer " + std::to_string(l->layer()) + " has no capacity/block size");
+    int g = -1;
+    for (int i = 0; i < int(groups_.size()); ++i)
+      if (groups_[i].kind == l->kind() && groups_[i].unit == unit) g = i;
+    const int64_t slots = int64_t(ring ? kv.ring_slots : kv.num_blocks) * unit;
+    if (g < 0) {
+      groups_.push_back({l->kind(), unit, slots});
+      g = int(groups_.size()) - 1;
+    }
+    DevKv d;
+    d.row = l->num_kv_heads() * l->head_dim();
+    d.group = g;
+    d.window = l->window();
+    d.shared = l->kv_shared();
+    const size_t bytes = size_t(slots + 1) * d.row * 2;
+    d.k = static_cast<bf16*>(dmalloc(bytes, "KV cache (K)"));
+    kv_bytes_ += align256(bytes);
+    if (!d.shared) {
+      d.v = static_cast<bf16*>(dmalloc(bytes, "KV cache (V)"));
+      kv_bytes_ += align256(bytes);
+    }
+    kv_.push_back(d);
+  }
+  load_weights();
+  ensure_capacity(std::max(1, opts_.max_tokens), std::max(1, kv.ring_slots), std::max(16, kv.ring_slots));
+  check(cudaStreamSynchronize(device_->stream()), "loading weights");
+  device_->check_budget("after loading the weights and allocating KV + activations", breakdown());
+  if (trace_)
+    trace_->complete("prepare (weights, KV, arena)", "load", t0, trace_->now_us() - t0, runtime::TraceWriter::kHost,
+                     {{"weight_bytes", std::to_string(weight_bytes_)}, {"kv_bytes", std::to_string(kv_bytes_)}});
+}
+
+// Grows the activation arena, metadata and workspaces to hold T tokens / S sequences / R logit
+// rows. Growing moves buffers, so captured graphs are dropped.
+void CudaBackend::ensure_capacity(int T, int S, int R) {
+  if (T <= cap_T_ && S <= cap_S_ && R <= cap_R_) return;
+  check(cudaStreamSynchronize(device_->stream()), "synchronize before growing buffers");
+  drop_graphs();
+  cap_T_ = std::max(cap_T_, T);
+  cap_S_ = std::max(cap_S_, S);
+  cap_R_ = std::max(cap_R_, R);
+  for (auto& v : values_) dfree(v.ptr);
+  dfree(meta_dev_);
+  dfree(reinterpret_cast<void*&>(lm_tmp_));
+  dfree(attn_ws_);
+  arena_bytes_ = 0;
+  ws_bytes_ = gemm_ws_bytes_ ? align256(gemm_ws_bytes_) : 0;
+  for (auto& v : values_) {
+    const int rows = v.rows == fb::RowSpace::LogitRows ? cap_R_ : v.rows == fb::RowSpace::Sequences ? cap_S_ : cap_T_;
+    const size_t b = size_t(rows) * v.cols * v.elem();
+    v.ptr = dmalloc(b, "activation arena");
+    check(cudaMemset(v.ptr, 0, align256(b)), "cudaMemset(arena)");
+    arena_bytes_ += align256(b);
+  }
+  lm_tmp_ = static_cast<bf16*>(dmalloc(size_t(cap_R_) * H_ * 2, "LM head rows"));
+  arena_bytes_ += align256(size_t(cap_R_) * H_ * 2);
+  // Attention split-KV workspace: the most any step can ask for (decode of cap_S sequences,
+  // 32 splits, the widest layer).
+  size_t attn = 0;
+  for (const auto* st : *(*plan_)->program()) {
+    if (st->kernel() != fb::KernelId::Attention) continue;
+    const auto* a = st->attrs();
+    cuda::AttnBatch b;
+    // Splits happen only for decode-sized chunks (max_q_len · group ≤ 16, attention.cu).
+    const int group = std::max(1, a->num_q_heads() / std::max(1, a->num_kv_heads()));
+    b.num_requests = cap_S_;
+    b.total_q = std::min(cap_T_, cap_S_ * std::max(1, 16 / group));
+    attn = std::max(attn, cuda::attention_workspace_bytes(b, a->num_q_heads(), a->head_dim(), 32));
+  }
+  attn_ws_bytes_ = attn;
+  attn_ws_ = dmalloc(attn, "attention workspace");
+  ws_bytes_ += align256(attn);
+  // Metadata.
+  MetaLayout m;
+  size_t at = 0;
+  auto take = [&](size_t bytes) {
+    const size_t o = at;
+    at = align256(at + bytes);
+    return o;
+  };
+  m.tokens = take(size_t(cap_T_) * 4);
+  m.positions = take(size_t(cap_T_) * 4);
+  m.logit_rows = take(size_t(cap_R_) * 4);
+  m.q_start = take(size_t(cap_S_ + 1) * 4);
+  m.ctx_len = take(size_t(cap_S_) * 4);
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    m.slots.push_back(take(size_t(cap_T_) * 8));
+    m.ring_base.push_back(take(size_t(cap_S_) * 4));
+  }
+  m.block_table = take(size_t(cap_S_) * max_blocks_ * 4);
+  m.bytes = at;
+  meta_ = m;
+  meta_dev_ = dmalloc(m.bytes, "batch metadata");
+  ws_bytes_ += align256(m.bytes);
+  if (meta_host_) cudaFreeHost(meta_host_);
+  check(cudaMallocHost(reinterpret_cast<void**>(&meta_host_), m.bytes), "cudaMallocHost(metadata)");
+  std::memset(meta_host_, 0, m.bytes);
+}
+
+int CudaBackend::rows_of(int value, const Shape& sh) const {
+  switch (values_[value].rows) {
+    case fb::RowSpace::LogitRows: return sh.R;
+    case fb::RowSpace::Sequences: return sh.S;
+    default: return sh.T;
+  }
+}
+
+void CudaBackend::fill_meta(const BatchDesc& b, const Shape& sh) {
+  unsigned char* h = meta_host_;
+  auto i32 = [&](size_t off) { return reinterpret_cast<int32_t*>(h + off); };
+  int32_t* tok = i32(meta_.tokens);
+  int32_t* pos = i32(meta_.positions);
+  for (int i = 0; i < sh.T; ++i) {
+    tok[i] = i < sh.real_T ? b.token_ids[i] : 0;
+    pos[i] = i < sh.real_T ? b.positions[i] : 0;
+  }
+  int32_t* lr = i32(meta_.logit_rows);
+  for (int r = 0; r < sh.R; ++r) lr[r] = r < sh.real_R ? b.logit_rows[r] : 0;
+  int32_t* qs = i32(meta_.q_start);
+  int32_t* ctx = i32(meta_.ctx_len);
+  for (int s = 0; s <= sh.S; ++s) qs[s] = s < sh.real_S ? b.seqs[s].first_row : sh.real_T;
+  for (int s = 0; s < sh.S; ++s) ctx[s] = s < sh.real_S ? b.positions[b.seqs[s].first_row] : 0;
+  int32_t* bt = i32(meta_.block_table);
+  std::memset(bt, 0, size_t(sh.S) * max_blocks_ * 4);
+  for (int s = 0; s < sh.real_S; ++s) {
+    const auto* table = b.seqs[s].block_table;
+    if (!table) continue;
+    if (int(table->size()) > max_blocks_)
+      throw Error("cuda backend: a block table of " + std::to_string(table->size()) + " blocks exceeds the pool (" +
+                  std::to_string(max_blocks_) + ")");
+    std::copy(table->begin(), table->end(), bt + size_t(s) * max_blocks_);
+  }
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const auto& grp = groups_[g];
+    const bool ring = grp.kind == fb::KvKind::Ring;
+    int64_t* sl = reinterpret_cast<int64_t*>(h + meta_.slots[g]);
+    int32_t* rb = i32(meta_.ring_base[g]);
+    for (int s = 0; s < sh.S; ++s)
+      rb[s] = s < sh.real_S && ring ? int32_t(int64_t(b.seqs[s].ring_slot) * grp.unit) : 0;
+    for (int i = 0; i < sh.T; ++i) {
+      if (i >= sh.real_T) {
+        sl[i] = grp.scratch;
+        continue;
+      }
+      const auto& seq = b.seqs[b.seq_of_row[i]];
+      const int p = b.positions[i];
+      if (ring) {
+        if (seq.ring_slot < 0 || seq.ring_slot >= kv_sizes_.ring_slots)
+          throw Error("cuda backend: ring slot " + std::to_string(seq.ring_slot) + " out of range");
+        sl[i] = int64_t(seq.ring_slot) * grp.unit + p % grp.unit;
+      } else {
+        const size_t blk = size_t(p / grp.unit);
+        if (!seq.block_table || blk >= seq.block_table->size())
+          throw Error("cuda backend: position " + std::to_string(p) + " has no KV block");
+        sl[i] = int64_t((*seq.block_table)[blk]) * grp.unit + p % grp.unit;
+      }
+    }
+  }
+  // One copy of everything up to the block tables' used part.
+  const size_t bytes = std::min(meta_.bytes, meta_.block_table + size_t(sh.S) * max_blocks_ * 4);
+  const int e0 = trace_on() ? event() : -1;
+  if (e0 >= 0) check(cudaEventRecord(events_[e0], device_->stream()), "cudaEventRecord");
+  check(cudaMemcpyAsync(meta_dev_, meta_host_, bytes, cudaMemcpyHostToDevice, device_->stream()), "metadata upload");
+  if (e0 >= 0) {
+    const int e1 = event();
+    check(cudaEventRecord(events_[e1], device_->stream()), "cudaEventRecord");
+    pending_.push_back({"batch metadata H2D " + std::to_string(bytes) + " B", "copy", runtime::TraceWriter::kCopy, e0, e1});
+  }
+}
+
+void CudaBackend::execute(const BatchDesc& batch, int first, int last) {
+  if (!plan_) throw Error("cuda backend: execute() before prepare()");
+  const int nsteps = int((*plan_)->program()->size());
+  if (first < 0 || last > nsteps || first > last) throw Error("cuda backend: bad step range");
+  const double t0 = trace_ ? trace_->now_us() : 0.0;
+  if (first == 0) {
+    check(cudaStreamSynchronize(device_->stream()), "synchronize before a new batch");
+    flush_trace();
+    const int max_chunk = (*plan_)->max_chunk_tokens();
+    Shape sh;
+    sh.real_T = sh.T = batch.num_tokens();
+    sh.real_S = sh.S = int(batch.seqs.size());
+    sh.real_R = sh.R = int(batch.logit_rows.size());
+    bool decode = sh.T > 0 && sh.T == sh.S && sh.R == sh.T;
+    for (const auto& s : batch.seqs) {
+      if (s.num_rows > max_chunk)
+        throw Error("cuda backend: a sequence feeds " + std::to_string(s.num_rows) + " tokens in one step, the plan allows " +
+                    std::to_string(max_chunk));
+      sh.max_q_len = std::max(sh.max_q_len, s.num_rows);
+      if (s.num_rows > 0) sh.max_kv_len = std::max(sh.max_kv_len, batch.positions[s.first_row + s.num_rows - 1] + 1);
+      decode &= s.num_rows == 1;
+    }
+    const bool graph = decode && opts_.graphs && !observer_ && first == 0 && last == nsteps &&
+                       sh.S <= std::max(1, kv_sizes_.ring_slots);
+    if (graph) {
+      int b = 1;
+      while (b < sh.S) b *= 2;
+      b = std::min(b, std::max(1, kv_sizes_.ring_slots));
+      sh.T = sh.S = sh.R = b;
+      sh.bucket = true;
+      sh.max_q_len = 1;
+      sh.max_kv_len = 1 << 30;  // splits chosen for the longest context the bucket may see
+    }
+    ensure_capacity(sh.T, sh.S, sh.R);
+    shape_ = sh;
+    batch_ = &batch;
+    fill_meta(batch, sh);
+    if (graph) {
+      auto it = graphs_.find(sh.S);
+      if (it == graphs_.end() && bucket_seen_[sh.S]++ > 0) {
+        // Second sighting of this bucket: capture (the first ran eagerly, which also ran every
+        // lazy one-time setup in the kernels outside the capture).
+        cudaGraph_t g = nullptr;
+        check(cudaStreamBeginCapture(device_->stream(), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+        capturing_ = true;
+        try {
+          run_steps(0, nsteps);
+        } catch (...) {
+          capturing_ = false;
+          cudaStreamEndCapture(device_->stream(), &g);
+          if (g) cudaGraphDestroy(g);
+          throw;
+        }
+        capturing_ = false;
+        check(cudaStreamEndCapture(device_->stream(), &g), "cudaStreamEndCapture");
+        cudaGraphExec_t exec = nullptr;
+        check(cudaGraphInstantiate(&exec, g, 0), "cudaGraphInstantiate");
+        cudaGraphDestroy(g);
+        it = graphs_.emplace(sh.S, exec).first;
+        ++graphs_captured_;
+        device_->check_budget("after capturing a CUDA graph", breakdown());
+      }
+      if (it != graphs_.end()) {
+        const int e0 = trace_on() ? event() : -1;
+        if (e0 >= 0) check(cudaEventRecord(events_[e0], device_->stream()), "cudaEventRecord");
+        check(cudaGraphLaunch(it->second, device_->stream()), "cudaGraphLaunch");
+        if (e0 >= 0) {
+          const int e1 = event();
+          check(cudaEventRecord(events_[e1], device_->stream()), "cudaEventRecord");
+          pending_.push_back({"decode graph S=" + std::to_string(sh.S) + " (" + std::to_string(sh.real_S) + " live)",
+                              "graph", runtime::TraceWriter::kGraph, e0, e1});
+        }
+        ++graph_replays_;
+        if (trace_)
+          trace_->complete("step (graph)", "scheduler", t0, trace_->now_us() - t0, runtime::TraceWriter::kHost,
+                           {{"tokens", std::to_string(sh.real_T)}, {"sequences", std::to_string(sh.real_S)}});
+        return;
+      }
+    }
+  } else if (batch_ != &batch) {
+    throw Error("cuda backend: execute() with first_step > 0 needs the batch of the previous call");
+  }
+  run_steps(first, last);
+  ++eager_steps_;
+  if (trace_)
+    trace_->complete("step", "scheduler", t0, trace_->now_us() - t0, runtime::TraceWriter::kHost,
+                     {{"tokens", std::to_string(shape_.real_T)}, {"sequences", std::to_string(shape_.real_S)},
+                      {"steps", std::to_string(last - first)}});
+}
+
+void CudaBackend::run_steps(int first, int last) {
+  const auto* prog = (*plan_)->program();
+  for (int i = first; i < last; ++i) {
+    const auto* st = prog->Get(i);
+    const bool timed = trace_on() && !capturing_;
+    const int e0 = timed ? event() : -1;
+    if (timed) check(cudaEventRecord(events_[e0], device_->stream()), "cudaEventRecord");
+    run_step(i, *st);
+    if (!capturing_) {
+      const cudaError_t e = cudaGetLastError();
+      if (e != cudaSuccess)
+        throw Error(std::string("cuda backend: step ") + std::to_string(i) + " (" +
+                    (st->label() ? st->label()->str() : "?") + "): " + cudaGetErrorString(e));
+    }
+    if (timed) {
+      const int e1 = event();
+      check(cudaEventRecord(events_[e1], device_->stream()), "cudaEventRecord");
+      pending_.push_back({st->label() ? st->label()->str() : plan::kernel_name(st->kernel()),
+                          plan::kernel_name(st->kernel()), runtime::TraceWriter::kCompute, e0, e1});
+    }
+  }
+}
+
+int CudaBackend::event() {
+  if (next_event_ == int(events_.size())) {
+    cudaEvent_t e;
+    check(cudaEventCreate(&e), "cudaEventCreate");
+    events_.push_back(e);
+  }
+  return next_event_++;
+}
+
+void CudaBackend::flush_trace() {
+  if (!trace_ || pending_.empty()) {
+    next_event_ = 0;
+    return;
+  }
+  check(cudaStreamSynchronize(device_->stream()), "synchronize for the trace");
+  for (const auto& p : pending_) {
+    float a = 0, b = 0;
+    check(cudaEventElapsedTime(&a, trace_ref_, events_[p.ev0]), "cudaEventElapsedTime");
+    check(cudaEventElapsedTime(&b, trace_ref_, events_[p.ev1]), "cudaEventElapsedTime");
+    trace_->complete(p.name, p.cat, trace_ref_us_ + a * 1000.0, (b - a) * 1000.0, p.tid);
+  }
+  pending_.clear();
+  next_event_ = 0;
+}
+
+void CudaBackend::drop_graphs() {
+  for (auto& [b, g] : graphs_) cudaGraphExecDestroy(g);
+  graphs_.clear();
+}
+
+int CudaBackend::read_value(int value, std::vector<float>* out) const {
+  const auto& v = values_.at(value);
+  check(cudaStreamSynchronize(device_->stream()), "synchronize before read_value");
+  const_cast<CudaBackend*>(this)->flush_trace();
+  const int rows = v.rows == fb::RowSpace::LogitRows ? shape_.real_R
+                   : v.rows == fb::RowSpace::Sequences ? shape_.real_S
+                                                       : shape_.real_T;
+  const size_t n = size_t(rows) * v.cols, bytes = n * v.elem();
+  if (bytes > read_host_bytes_) {
+    if (read_host_) cudaFreeHost(read_host_);
+    read_host_ = nullptr;
+    check(cudaMallocHost(&read_host_, bytes), "cudaMallocHost(read_value)");
+    read_host_bytes_ = bytes;
+  }
+  if (bytes) check(cudaMemcpy(read_host_, v.ptr, bytes, cudaMemcpyDeviceToHost), "read_value copy");
+  out->resize(n);
+  if (v.type == VType::F32) {
+    std::memcpy(out->data(), read_host_, bytes);
+  } else if (v.type == VType::I32) {
+    const int32_t* p = static_cast<const int32_t*>(read_host_);
+    for (size_t i = 0; i < n; ++i) (*out)[i] = float(p[i]);
+  } else {
+    const uint16_t* p = static_cast<const uint16_t*>(read_host_);
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t u = uint32_t(p[i]) << 16;
+      std::memcpy(&(*out)[i], &u, 4);
+    }
+  }
+  return rows;
+}
+
+void CudaBackend::write_value(int value, std::span<const float> data) {
+  auto& v = values_.at(value);
+  if (data.size() % size_t(v.cols)) throw Error("cuda backend: write_value size is not a multiple of the value's columns");
+  const int rows = int(data.size() / v.cols);
+  const int cap = v.rows == fb::RowSpace::LogitRows ? cap_R_ : v.rows == fb::RowSpace::Sequences ? cap_S_ : cap_T_;
+  if (rows > cap) throw Error("cuda backend: write_value of " + std::to_string(rows) + " rows exceeds the arena");
+  check(cudaStreamSynchronize(device_->stream()), "synchronize before write_value");
+  std::vector<uint8_t> host(data.size() * v.elem());
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (v.type == VType::F32) {
+      std::memcpy(host.data() + 4 * i, &data[i], 4);
+    } else if (v.type == VType::I32) {
+      const int32_t x = int32_t(data[i]);
+      std::memcpy(host.data() + 4 * i, &x, 4);
+    } else {
+      uint32_t u;
+      std::memcpy(&u, &data[i], 4);
+      const uint16_t b = std::isnan(data[i]) ? uint16_t(0x7fc0) : uint16_t((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+      std::memcpy(host.data() + 2 * i, &b, 2);
+    }
+  }
+  check(cudaMemcpy(v.ptr, host.data(), host.size(), cudaMemcpyHostToDevice), "write_value copy");
+}
+
+runtime::CudaInfo CudaBackend::info() const {
+  runtime::CudaInfo i;
+  i.device = device_->describe();
+  i.emulation = device_->options().emulation;
+  i.sms = device_->sms();
+  i.budget_bytes = device_->options().budget_bytes;
+  i.peak_device_bytes = device_->peak_bytes();
+  i.context_bytes = device_->context_bytes();
+  i.weight_bytes = weight_bytes_;
+  i.kv_bytes = kv_bytes_;
+  i.arena_bytes = arena_bytes_;
+  i.workspace_bytes = ws_bytes_;
+  i.graphs_captured = graphs_captured_;
+  i.graph_replays = graph_replays_;
+  i.eager_steps = eager_steps_;
+  return i;
+}
+
+}  // namespace g4c::cudart
+
+namespace g4c::runtime {
+
+std::unique_ptr<Backend> make_cuda_backend(const CudaOptions& options) {
+  return std::make_unique<cudart::CudaBackend>(options);
+}
+
+bool cuda_device_available() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+CudaInfo cuda_info(const Backend& b) {
+  const auto* c = dynamic_cast<const cudart::CudaBackend*>(&b);
+  if (!c) throw Error(std::string("cuda_info: backend '") + b.name() + "' is not the CUDA backend");
+  return c->info();
+}
+
+size_t parse_budget(const std::string& text) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (...) {
+    throw Error("--budget: '" + text + "' is not a size (e.g. 9984MiB, 10GB)");
+  }
+  std::string unit = text.substr(used);
+  double mult = double(1 << 20);
+  if (unit == "" || unit == "MiB" || unit == "M") mult = double(1 << 20);
+  else if (unit == "GiB" || unit == "G") mult = double(1ull << 30);
+  else if (unit == "MB") mult = 1e6;
+  else if (unit == "GB") mult = 1e9;
+  else if (unit == "B") mult = 1;
+  else throw Error("--budget: unknown unit '" + unit + "' in '" + text + "' (MiB, GiB, MB, GB, B)");
+  if (!(v >= 0)) throw Error("--budget: negative size '" + text + "'");
+  return size_t(v * mult);
+}
+
+}  // namespace g4c::runtime

@@ -1,0 +1,60 @@
+// The CUDA backend (issue 7): runs a plan's program with the kernels of runtime/cuda on one
+// device. Plain C++ header (no CUDA include) so tools can use it; the library that defines it,
+// g4c_cuda_backend, exists only when CUDA is built (G4C_HAVE_CUDA_BACKEND is then defined for
+// whoever links it).
+//
+//   auto backend = runtime::make_cuda_backend({.model_dir = dir, .emulate = "1g.10gb"});
+//   auto engine = runtime::Engine::open(dir, std::nullopt, options, std::move(backend));
+//
+// Device state: weights in device memory (dense → BF16; INT4 Linears read raw from the
+// checkpoint and repacked at load by cuda::int4_repack; gate/up pairs fused into one weight),
+// BF16 activations (fp32 logits), ring + paged KV in BF16 with device block tables. Decode steps
+// (every sequence feeds one token) replay a CUDA graph per batch-size bucket (powers of two),
+// captured the second time a bucket is seen; prefill / mixed steps run eagerly.
+// Memory: every device byte the process holds (cudaMemGetInfo: total − free, so context,
+// library workspaces and graph pools included) is checked against the budget after each
+// allocation and step; exceeding it throws g4c::Error with the breakdown.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "runtime/backend.h"
+
+namespace g4c::runtime {
+
+struct CudaOptions {
+  std::filesystem::path model_dir;      // INT4 Linears are read raw from here; empty → dense BF16 from the store
+  int device = 0;
+  std::string emulate;                  // "" (whole device) or "1g.10gb" (16-SM green context, 9984 MiB cap)
+  size_t budget_bytes = 9984ull << 20;  // whole-process device bytes; 0 = no budget
+  std::string trace_path;               // Chrome-trace JSON written at destruction ("" = none)
+  bool graphs = true;                   // CUDA graphs for decode steps
+  int max_tokens = 512;                 // token rows of the activation arena allocated up front (grows on demand)
+};
+
+std::unique_ptr<Backend> make_cuda_backend(const CudaOptions& options);
+
+// True when a CUDA device can be used (false on machines without a GPU or driver).
+bool cuda_device_available();
+
+// Parses "9984", "9984MiB", "9.75GiB", "10GB" → bytes (plain numbers are MiB). Throws g4c::Error.
+size_t parse_budget(const std::string& text);
+
+// What the summary reports about a CUDA backend (throws when `b` is not one).
+struct CudaInfo {
+  std::string device;            // "NVIDIA H200, 16 SMs (green context, emulating 1g.10gb), budget …"
+  std::string emulation;         // "" or "1g.10gb"
+  int sms = 0;
+  size_t budget_bytes = 0;
+  size_t peak_device_bytes = 0;  // whole process, cudaMemGetInfo
+  size_t context_bytes = 0;      // in use after context creation
+  size_t weight_bytes = 0, kv_bytes = 0, arena_bytes = 0, workspace_bytes = 0;
+  int graphs_captured = 0;
+  long graph_replays = 0, eager_steps = 0;
+};
+CudaInfo cuda_info(const Backend& b);
+
+}  // namespace g4c::runtime

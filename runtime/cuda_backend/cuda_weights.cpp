@@ -1,0 +1,212 @@
+// Weight upload of the CUDA backend: dense weights → BF16, INT4 Linears read raw from the
+// checkpoint and repacked (cuda::int4_repack), gate/up pairs fused into one weight.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "models/error.h"
+#include "models/safetensors.h"
+#include "runtime/cuda_backend/backend_state.h"
+
+namespace g4c::cudart {
+namespace {
+
+size_t align256(size_t b) { return (b + 255) & ~size_t(255); }
+
+// fp32 → bf16 bits, round to nearest even (exact for values that came from BF16).
+void to_bf16(const float* in, uint16_t* out, size_t n) {
+  auto work = [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) {
+      uint32_t u;
+      std::memcpy(&u, &in[i], 4);
+      out[i] = (u & 0x7fffffffu) > 0x7f800000u ? uint16_t(0x7fc0) : uint16_t((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+    }
+  };
+  const size_t per = size_t(1) << 22;
+  if (n <= per) return work(0, n);
+  const int nt = int(std::min<size_t>(8, std::max(1u, std::thread::hardware_concurrency())));
+  std::vector<std::thread> th;
+  const size_t chunk = (n + nt - 1) / nt;
+  for (int t = 0; t < nt; ++t) th.emplace_back(work, std::min(n, t * chunk), std::min(n, (t + 1) * chunk));
+  for (auto& t : th) t.join();
+}
+
+}  // namespace
+
+void CudaBackend::free_weight(DevWeight& w) {
+  if (w.mem) {
+    weight_bytes_ -= std::min(weight_bytes_, align256(w.bytes));
+    dfree(w.mem);
+  }
+  w = DevWeight{};
+}
+
+void CudaBackend::upload_dense(int id) {
+  DevWeight& w = weights_[id];
+  free_weight(w);
+  const size_t n = store_->numel(id);
+  std::vector<uint16_t> host(n);
+  to_bf16(store_->data(id), host.data(), n);
+  w.bytes = n * 2;
+  w.mem = dmalloc(w.bytes, ("weight " + store_->name(id)).c_str());
+  weight_bytes_ += align256(w.bytes);
+  check(cudaMemcpy(w.mem, host.data(), w.bytes, cudaMemcpyHostToDevice), "weight upload");
+  w.kind = DevWeight::kBf16;
+  const auto& shape = store_->shape(id);
+  if (shape.size() == 2) {
+    w.bw.w = w.ptr();
+    w.bw.n = int(shape[0]);
+    w.bw.k = int(shape[1]);
+    w.bw.ldw = int(shape[1]);
+  }
+}
+
+DevWeight CudaBackend::make_int4(int id, int up_id, const models::Checkpoint* ck) {
+  DevWeight out;
+  const auto* ws = (*plan_)->weights();
+  const auto* w = ws->Get(id);
+  if (!ck || w->format() != fb::WeightFormat::Int4) return out;
+  const auto* l = w->int4();
+  const int n = l->out_features(), k = l->in_features(), group = l->group_size();
+  if ((group != 64 && group != 128) || k % 8 != 0 || l->padded_in() != (k + group - 1) / group * group) return out;
+  const fb::Int4Layout* lu = nullptr;
+  if (up_id >= 0) {
+    const auto* u = ws->Get(up_id);
+    if (u->format() != fb::WeightFormat::Int4) return out;
+    lu = u->int4();
+    if (lu->out_features() != n || lu->in_features() != k || lu->group_size() != group ||
+        lu->symmetric() != l->symmetric() || lu->scales_dtype() != l->scales_dtype())
+      return out;
+  }
+  const bool asym = !l->symmetric();
+  const bool sbf16 = l->scales_dtype() == fb::DType::BF16;
+  // Raw lab-format tensors → temporary device buffers → repack.
+  std::vector<void*> tmp;
+  auto up = [&](const flatbuffers::String* key) -> void* {
+    if (!key || key->size() == 0) return nullptr;
+    auto v = ck->get(key->str());
+    auto bytes = v.bytes();
+    void* d = dmalloc(bytes.size(), "INT4 staging");
+    check(cudaMemcpy(d, bytes.data(), bytes.size(), cudaMemcpyHostToDevice), "INT4 upload");
+    tmp.push_back(d);
+    return d;
+  };
+  const uint8_t* q = static_cast<const uint8_t*>(up(l->qweight_key()));
+  const void* sc = up(l->scales_key());
+  const uint8_t* z = asym ? static_cast<const uint8_t*>(up(l->zeros_key())) : nullptr;
+  const uint8_t *uq = nullptr, *uz = nullptr;
+  const void* us = nullptr;
+  if (lu) {
+    uq = static_cast<const uint8_t*>(up(lu->qweight_key()));
+    us = up(lu->scales_key());
+    uz = asym ? static_cast<const uint8_t*>(up(lu->zeros_key())) : nullptr;
+  }
+  out.bytes = cuda::int4_repacked_bytes(lu ? 2 * n : n, k, group, asym);
+  out.mem = dmalloc(out.bytes, ("weight " + w->name()->str()).c_str());
+  weight_bytes_ += align256(out.bytes);
+  out.iw = cuda::int4_repack(q, sc, z, uq, us, uz, sbf16, n, k, group, out.mem, device_->stream());
+  out.kind = DevWeight::kInt4;
+  check(cudaGetLastError(), "int4_repack");
+  check(cudaStreamSynchronize(device_->stream()), "int4_repack");
+  for (void* p : tmp) dfree(p);
+  return out;
+}
+
+void CudaBackend::upload_pair(int gate, int up, const models::Checkpoint* ck) {
+  DevWeight& dst = pairs_[{gate, up}];
+  free_weight(dst);
+  dst = make_int4(gate, up, ck);
+  if (dst.kind == DevWeight::kInt4) return;
+  // Dense: both halves as BF16, then interleaved by 8 rows per 16-row tile.
+  const auto& shape = store_->shape(gate);
+  if (shape.size() != 2 || store_->shape(up) != shape)
+    throw Error("cuda backend: gate/up weights " + store_->name(gate) + " / " + store_->name(up) + " differ in shape");
+  const int f = int(shape[0]), k = int(shape[1]);
+  if (f % 8 != 0 || k % 8 != 0) throw Error("cuda backend: gate/up width and input must be multiples of 8");
+  const size_t n = size_t(f) * k;
+  std::vector<uint16_t> host(n);
+  void* tg = dmalloc(n * 2, "gate staging");
+  void* tu = dmalloc(n * 2, "up staging");
+  to_bf16(store_->data(gate), host.data(), n);
+  check(cudaMemcpy(tg, host.data(), n * 2, cudaMemcpyHostToDevice), "gate upload");
+  to_bf16(store_->data(up), host.data(), n);
+  check(cudaMemcpy(tu, host.data(), n * 2, cudaMemcpyHostToDevice), "up upload");
+  dst.bytes = 2 * n * 2;
+  dst.mem = dmalloc(dst.bytes, ("weight " + store_->name(gate) + "+up").c_str());
+  weight_bytes_ += align256(dst.bytes);
+  cuda::interleave_gate_up_bf16(static_cast<const bf16*>(tg), static_cast<const bf16*>(tu), f, k,
+                                static_cast<bf16*>(dst.mem), device_->stream());
+  check(cudaGetLastError(), "interleave_gate_up_bf16");
+  check(cudaStreamSynchronize(device_->stream()), "interleave_gate_up_bf16");
+  dfree(tg);
+  dfree(tu);
+  dst.kind = DevWeight::kBf16;
+  dst.bw.w = dst.ptr();
+  dst.bw.n = 2 * f;
+  dst.bw.k = k;
+  dst.bw.ldw = k;
+  dst.bw.gate_up = true;
+}
+
+void CudaBackend::load_weights() {
+  const auto* ws = (*plan_)->weights();
+  const int n = int(ws->size());
+  weights_.assign(n, {});
+  standalone_.assign(n, false);
+  std::vector<std::pair<int, int>> pairs;
+  bool any_int4 = false;
+  for (const auto* st : *(*plan_)->program()) {
+    if (!st->weights()) continue;
+    const bool pair = st->kernel() == fb::KernelId::Linear && st->attrs() &&
+                      st->attrs()->epilogue() == fb::Epilogue::GeluTanhGateUp;
+    for (int i = 0; i < int(st->weights()->size()); ++i) {
+      const int w = st->weights()->Get(i);
+      if (w < 0) continue;
+      if (pair && i < 2) continue;
+      standalone_[w] = true;
+    }
+    if (pair) {
+      std::pair<int, int> p{st->weights()->Get(0), st->weights()->Get(1)};
+      if (std::find(pairs.begin(), pairs.end(), p) == pairs.end()) pairs.push_back(p);
+    }
+  }
+  for (const auto* w : *ws) any_int4 |= w->format() == fb::WeightFormat::Int4;
+  std::unique_ptr<models::Checkpoint> ck;
+  if (any_int4 && !opts_.model_dir.empty()) ck = models::Checkpoint::open(opts_.model_dir);
+  for (int id = 0; id < n; ++id) {
+    if (!standalone_[id]) continue;
+    DevWeight w = make_int4(id, -1, ck.get());
+    if (w.kind == DevWeight::kInt4)
+      weights_[id] = w;
+    else
+      upload_dense(id);
+  }
+  for (const auto& [g, u] : pairs) upload_pair(g, u, ck.get());
+  // Split-K workspace of the INT4 decode GEMM: the largest any weight needs; zeroed once.
+  size_t ws_bytes = 0;
+  for (const auto& w : weights_)
+    if (w.kind == DevWeight::kInt4) ws_bytes = std::max(ws_bytes, cuda::w4a16_workspace_bytes(16, w.iw));
+  for (const auto& [k, w] : pairs_)
+    if (w.kind == DevWeight::kInt4) ws_bytes = std::max(ws_bytes, cuda::w4a16_workspace_bytes(16, w.iw));
+  if (ws_bytes) {
+    gemm_ws_ = dmalloc(ws_bytes, "INT4 GEMM workspace");
+    gemm_ws_bytes_ = ws_bytes;
+    check(cudaMemset(gemm_ws_, 0, ws_bytes), "cudaMemset(INT4 GEMM workspace)");
+  }
+}
+
+void CudaBackend::weight_updated(int id) {
+  if (!plan_ || id < 0 || id >= int(weights_.size())) throw Error("cuda backend: weight_updated of an unknown weight");
+  check(cudaStreamSynchronize(device_->stream()), "synchronize before a weight update");
+  drop_graphs();
+  // The store now holds the new (e.g. fake-quantized) values: use them as dense BF16.
+  if (standalone_[id]) upload_dense(id);
+  std::vector<std::pair<int, int>> hit;
+  for (const auto& [k, w] : pairs_)
+    if (k.first == id || k.second == id) hit.push_back(k);
+  for (const auto& [g, u] : hit) upload_pair(g, u, nullptr);
+}
+
+}  // namespace g4c::cudart

@@ -1,0 +1,369 @@
+// The CUDA backend on the tiny model against the Hugging Face bf16 goldens, the CPU backend
+// (INT4 path) and its own contracts (budget, green-context emulation, graphs, trace,
+// read/write of values, weight updates). Label "gpu": skips without a CUDA device.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <cstring>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "models/error.h"
+#include "models/int4.h"
+#include "models/manifest.h"
+#include "models/safetensors.h"
+#include "runtime/cuda_backend/cuda_backend.h"
+#include "runtime/engine.h"
+
+using namespace g4c;
+namespace fs = std::filesystem;
+
+namespace {
+
+// HF's own bf16 run agrees with its fp32 run on 307/309 = 99.35% of the golden positions,
+// with mean |Δlogit| 0.0195 and max 0.21 (measured on golden_logits.safetensors). Two bf16
+// implementations differ by accumulation order and fused rounding points, i.e. by the same
+// order as bf16 vs fp32; 3× that mean is the bound. A wrong kernel (RoPE pair, window, norm)
+// moves logits by > 0.5 on average.
+constexpr double kTop1 = 0.99;          // issue 7: top-1 agreement with p*.logits_bf16 ≥ 99%
+constexpr double kMeanAbsDelta = 0.06;  // 3 × HF bf16-vs-fp32 mean |Δlogit|
+
+#define REQUIRE_GPU() \
+  if (!runtime::cuda_device_available()) GTEST_SKIP() << "no CUDA device"
+
+fs::path source_dir() {
+  const char* s = std::getenv("G4C_SOURCE_DIR");
+  return s ? fs::path(s) : fs::path(".");
+}
+fs::path tiny_dir() { return source_dir() / "models" / "gemma4-tiny"; }
+fs::path golden_dir() {
+  const char* s = std::getenv("G4C_SHARED_DIR");
+  if (!s) return {};
+  fs::path d = fs::path(s) / "golden" / "gemma4-tiny";
+  return fs::exists(d / "golden_logits.safetensors") ? d : fs::path();
+}
+fs::path temp_dir(const std::string& tag) {
+  fs::path d = fs::temp_directory_path() / ("g4c_cudart_" + tag + "_" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+std::unique_ptr<runtime::Engine> open_cuda(const fs::path& model, runtime::CudaOptions co = {},
+                                           runtime::EngineOptions eo = {.max_sequences = 8}) {
+  co.model_dir = model;
+  return runtime::Engine::open(model, std::nullopt, eo, runtime::make_cuda_backend(co));
+}
+
+struct Compare {
+  int rows = 0, agree = 0;
+  double sum_abs = 0, max_abs = 0;
+  size_t n = 0;
+  void add(const float* a, const float* b, int r, int V) {
+    for (int i = 0; i < r; ++i) {
+      const float* x = a + size_t(i) * V;
+      const float* y = b + size_t(i) * V;
+      agree += std::max_element(x, x + V) - x == std::max_element(y, y + V) - y;
+      for (int j = 0; j < V; ++j) {
+        const double d = std::abs(double(x[j]) - y[j]);
+        sum_abs += d;
+        max_abs = std::max(max_abs, d);
+      }
+      n += V;
+      ++rows;
+    }
+  }
+  double top1() const { return rows ? double(agree) / rows : 0; }
+  double mean() const { return n ? sum_abs / n : 0; }
+};
+
+struct Golden {
+  std::unique_ptr<models::SafetensorsFile> file;
+  std::vector<int32_t> ids(const std::string& p) const {
+    auto v = file->view(*file->find(p + ".input_ids"));
+    return {v.as<int32_t>(), v.as<int32_t>() + v.info->numel()};
+  }
+  const float* logits(const std::string& key, int64_t* rows) const {
+    auto v = file->view(*file->find(key));
+    *rows = v.info->shape[0];
+    return v.as<float>();
+  }
+};
+
+Compare golden_logits_bf16(runtime::Engine& e, const Golden& g) {
+  Compare c;
+  for (std::string p : {"p0", "p1", "p2"}) {
+    auto ids = g.ids(p);
+    int64_t rows;
+    const float* ref = g.logits(p + ".logits_bf16", &rows);
+    EXPECT_EQ(rows, int64_t(ids.size()));
+    auto ours = e.logits(ids);
+    c.add(ours.data(), ref, int(rows), e.vocab_size());
+  }
+  return c;
+}
+
+}  // namespace
+
+TEST(CudaBackend, TinyLogitsMatchHuggingFaceBf16) {
+  REQUIRE_GPU();
+  auto gd = golden_dir();
+  if (gd.empty()) GTEST_SKIP() << "G4C_SHARED_DIR/golden/gemma4-tiny absent";
+  Golden g{models::SafetensorsFile::open(gd / "golden_logits.safetensors")};
+  auto e = open_cuda(tiny_dir());
+  auto c = golden_logits_bf16(*e, g);
+  std::printf("[ measured ] cuda vs HF bf16: top-1 %d/%d = %.4f, mean |dlogit| %.4g, max %.4g\n", c.agree, c.rows,
+              c.top1(), c.mean(), c.max_abs);
+  EXPECT_GE(c.top1(), kTop1);
+  EXPECT_LE(c.mean(), kMeanAbsDelta);
+  auto info = runtime::cuda_info(e->backend());
+  std::printf("[ measured ] %s\n", info.device.c_str());
+  EXPECT_GT(info.peak_device_bytes, info.weight_bytes);
+}
+
+TEST(CudaBackend, GreedyGenerationsMatchBf16Goldens) {
+  REQUIRE_GPU();
+  auto gd = golden_dir();
+  if (gd.empty() || !fs::exists(gd / "golden_generate.json")) GTEST_SKIP() << "goldens absent";
+  std::ifstream f(gd / "golden_generate.json");
+  auto j = nlohmann::json::parse(f);
+  std::vector<runtime::GenerationRequest> reqs;
+  std::vector<std::vector<int32_t>> want;
+  for (const auto& x : j) {
+    if (x.at("model") != "bf16") continue;
+    runtime::GenerationRequest r;
+    r.id = std::to_string(reqs.size());
+    r.prompt = x.at("prompt_ids").get<std::vector<int32_t>>();
+    want.push_back(x.at("new_ids").get<std::vector<int32_t>>());
+    r.max_new_tokens = int(want.back().size());
+    r.ignore_eos = true;
+    reqs.push_back(std::move(r));
+  }
+  ASSERT_EQ(reqs.size(), 8u);
+  for (bool graphs : {true, false}) {
+    runtime::CudaOptions co;
+    co.graphs = graphs;
+    auto e = open_cuda(tiny_dir(), co);
+    auto res = e->generate(reqs);
+    int exact = 0;
+    for (size_t i = 0; i < res.size(); ++i) {
+      ASSERT_EQ(res[i].finish_reason, "length") << res[i].error;
+      size_t k = 0;
+      while (k < want[i].size() && k < res[i].tokens.size() && res[i].tokens[k] == want[i][k]) ++k;
+      exact += k == want[i].size() && res[i].tokens.size() == want[i].size();
+      if (k != want[i].size()) std::printf("[ measured ] graphs=%d prompt %zu first differs at token %zu\n", graphs, i, k);
+    }
+    auto info = runtime::cuda_info(e->backend());
+    std::printf("[ measured ] graphs=%d greedy exact %d/8; graphs captured %d, replays %ld, eager steps %ld\n", graphs,
+                exact, info.graphs_captured, info.graph_replays, info.eager_steps);
+    EXPECT_GE(exact, 7) << "issue 7: greedy = bf16 goldens for >= 7 of 8 prompts";
+    if (graphs) {
+      EXPECT_GE(info.graphs_captured, 1);
+      EXPECT_GT(info.graph_replays, 40);  // 8 prompts decode 47 steps together
+    } else {
+      EXPECT_EQ(info.graph_replays, 0);
+    }
+  }
+}
+
+TEST(CudaBackend, EmulatedGreenContextRunsOn16SmsUnderTheCap) {
+  REQUIRE_GPU();
+  auto gd = golden_dir();
+  if (gd.empty()) GTEST_SKIP() << "goldens absent";
+  Golden g{models::SafetensorsFile::open(gd / "golden_logits.safetensors")};
+  runtime::CudaOptions co;
+  co.emulate = "1g.10gb";
+  co.budget_bytes = 0;
+  auto e = open_cuda(tiny_dir(), co);
+  auto info = runtime::cuda_info(e->backend());
+  std::printf("[ measured ] %s\n", info.device.c_str());
+  EXPECT_GE(info.sms, 16);
+  EXPECT_LT(info.sms, 32);  // a group of 16 (Hopper splits by 8), not the whole device
+  EXPECT_EQ(info.budget_bytes, size_t(9984) << 20);
+  EXPECT_EQ(info.emulation, "1g.10gb");
+  auto c = golden_logits_bf16(*e, g);
+  std::printf("[ measured ] emulated: top-1 %.4f mean |dlogit| %.4g\n", c.top1(), c.mean());
+  EXPECT_GE(c.top1(), kTop1);
+  EXPECT_LE(c.mean(), kMeanAbsDelta);
+  EXPECT_LE(runtime::cuda_info(e->backend()).peak_device_bytes, size_t(9984) << 20);
+}
+
+TEST(CudaBackend, ExceedingTheBudgetIsAnError) {
+  REQUIRE_GPU();
+  runtime::CudaOptions co;
+  co.budget_bytes = 64ull << 20;  // less than a CUDA context alone (~0.5 GiB, DESIGN.md §4)
+  try {
+    open_cuda(tiny_dir(), co);
+    FAIL() << "a 64 MiB budget was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("budget"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(runtime::parse_budget("9984MiB"), size_t(9984) << 20);
+  EXPECT_EQ(runtime::parse_budget("9984"), size_t(9984) << 20);
+  EXPECT_EQ(runtime::parse_budget("10GB"), size_t(10'000'000'000));
+  EXPECT_THROW(runtime::parse_budget("lots"), Error);
+}
+
+TEST(CudaBackend, TraceHasKernelsCopiesAndGraphReplays) {
+  REQUIRE_GPU();
+  const fs::path path = temp_dir("trace") / "trace.json";
+  {
+    runtime::CudaOptions co;
+    co.trace_path = path.string();
+    auto e = open_cuda(tiny_dir(), co);
+    std::vector<runtime::GenerationRequest> reqs(2);
+    for (int i = 0; i < 2; ++i) {
+      reqs[i].id = std::to_string(i);
+      reqs[i].prompt = {2, 818, 2050, int32_t(6510 + i)};
+      reqs[i].max_new_tokens = 8;
+      reqs[i].ignore_eos = true;
+    }
+    e->generate(reqs);
+  }
+  std::ifstream f(path);
+  auto j = nlohmann::json::parse(f);
+  std::set<std::string> cats, names;
+  for (const auto& ev : j.at("traceEvents")) {
+    if (ev.contains("cat")) cats.insert(ev.at("cat").get<std::string>());
+    names.insert(ev.at("name").get<std::string>());
+  }
+  EXPECT_TRUE(cats.count("graph"));
+  EXPECT_TRUE(cats.count("copy"));
+  EXPECT_TRUE(cats.count("scheduler"));
+  EXPECT_TRUE(cats.count("Linear"));
+  EXPECT_TRUE(names.count("L0.q_proj"));
+  EXPECT_TRUE(names.count("lm_head"));
+  fs::remove_all(path.parent_path());
+}
+
+TEST(CudaBackend, PiecewiseExecutionAndValueRoundTrip) {
+  REQUIRE_GPU();
+  auto e = open_cuda(tiny_dir());
+  std::vector<int32_t> ids = {2, 818, 2050, 6510, 7750, 327, 1405, 903, 691};
+  auto full = e->logits(ids);
+  const int V = e->vocab_size();
+  // The same batch in two pieces, with "h" and "a" read back and rewritten at the boundary.
+  auto kv = e->open_sequence();
+  e->grow_sequence(kv, int(ids.size()));
+  runtime::BatchDesc b;
+  b.add_sequence(ids.data(), int(ids.size()), 0, kv.ring_slot, &kv.blocks, true, false);
+  const int mid = e->plan().layer_steps(3).first;
+  e->forward(b, 0, mid);
+  for (const char* name : {"h", "a"}) {
+    const int v = e->plan().find_value(name);
+    ASSERT_GE(v, 0);
+    std::vector<float> x, y;
+    ASSERT_EQ(e->backend().read_value(v, &x), int(ids.size()));
+    e->backend().write_value(v, x);
+    e->backend().read_value(v, &y);
+    EXPECT_EQ(x, y);  // bf16 values survive the fp32 round trip exactly
+  }
+  e->forward(b, mid, -1);
+  auto piece = e->last_logits();
+  e->close_sequence(kv);
+  ASSERT_EQ(piece.size(), size_t(ids.size()) * V);
+  EXPECT_EQ(piece, full);  // same kernels, same inputs: bitwise
+}
+
+TEST(CudaBackend, WeightUpdateIsSeen) {
+  REQUIRE_GPU();
+  auto e = open_cuda(tiny_dir());
+  std::vector<int32_t> ids = {2, 818, 2050};
+  auto before = e->logits(ids);
+  const int w = e->weights().find("norm.weight");
+  ASSERT_GE(w, 0);
+  std::vector<float> zero(e->weights().numel(w), 0.0f);
+  e->replace_weight("norm.weight", zero);
+  auto after = e->logits(ids);
+  float mx_before = 0, mx_after = 0;
+  for (float x : before) mx_before = std::max(mx_before, std::abs(x));
+  for (float x : after) mx_after = std::max(mx_after, std::abs(x));
+  EXPECT_GT(mx_before, 1.0f);
+  EXPECT_EQ(mx_after, 0.0f);  // rms(h)·0 = 0 → logits exactly 0 (softcap(0) = 0)
+}
+
+// ---- INT4: a tiny INT4 checkpoint (RTN) run by the CUDA backend (raw codes, repacked at load)
+// vs the CPU backend (dequantized at load, fp32 activations).
+namespace {
+
+// HF bf16 vs fp32 agree on 99.35% of golden positions; the INT4 model's weights are identical
+// on both sides (same codes), only activation precision differs, so the same bar minus one
+// near-tie in a hundred (97%) and the same mean bound.
+constexpr double kInt4Top1 = 0.97;
+
+fs::path write_int4_tiny(const std::string& tag, bool symmetric, g4c::DType scale_dtype, int group) {
+  const fs::path dst = temp_dir("int4_" + tag);
+  auto ck = models::Checkpoint::open(tiny_dir());
+  for (const char* f : {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"})
+    if (fs::exists(tiny_dir() / f)) fs::copy_file(tiny_dir() / f, dst / f, fs::copy_options::overwrite_existing);
+  models::SafetensorsWriter w(dst, ck->prefix());
+  models::Manifest man;
+  const models::int4::Params p{group, symmetric, scale_dtype};
+  for (const auto& name : ck->names()) {
+    auto v = ck->get(name);
+    const bool linear = name.find("_proj.weight") != std::string::npos && v.info->shape.size() == 2;
+    if (!linear) {
+      w.add(name, v.info->dtype, v.info->shape, v.bytes());
+      continue;
+    }
+    const int64_t out = v.info->shape[0], in = v.info->shape[1];
+    std::vector<float> f32(size_t(out * in));
+    for (int64_t i = 0; i < out * in; ++i) {
+      const uint32_t u = uint32_t(v.as<uint16_t>()[i]) << 16;  // tiny is BF16
+      std::memcpy(&f32[i], &u, 4);
+    }
+    auto q = models::int4::quantize_rtn(f32, out, in, p);
+    const std::string base = name.substr(0, name.size() - std::string(".weight").size());
+    auto m = models::QuantModule::make(base, out, in, p);
+    w.add(m.qweight_key, g4c::DType::U8, {out, q.padded_in / 2}, q.qweight);
+    w.add(m.scales_key, scale_dtype, {out, q.groups()},
+          {reinterpret_cast<const uint8_t*>(q.scales.data()), q.scales.size() * 2});
+    if (!symmetric) w.add(m.zeros_key, g4c::DType::U8, {out, q.groups()}, q.zeros);
+    man.add(m);
+  }
+  w.finish();
+  models::write_manifest(man, dst / "manifest.json");
+  return dst;
+}
+
+}  // namespace
+
+TEST(CudaBackend, Int4MatchesCpuBackendOnTheSameCodes) {
+  auto gd = golden_dir();
+  if (gd.empty()) GTEST_SKIP() << "goldens absent";
+  Golden g{models::SafetensorsFile::open(gd / "golden_logits.safetensors")};
+  struct Case {
+    const char* tag;
+    bool symmetric;
+    g4c::DType sd;
+    int group;
+  };
+  for (const Case& k : {Case{"sym_f16_g64", true, g4c::DType::F16, 64}, Case{"asym_bf16_g128", false, g4c::DType::BF16, 128}}) {
+    const fs::path dir = write_int4_tiny(k.tag, k.symmetric, k.sd, k.group);
+    // CPU reference first (runs without a GPU too: checks the checkpoint this test writes).
+    auto cpu = runtime::Engine::open(dir, std::nullopt, {.max_sequences = 1});
+    int int4_weights = 0;
+    for (const auto* w : *cpu->plan()->weights()) int4_weights += w->format() == plan::fb::WeightFormat::Int4;
+    EXPECT_EQ(int4_weights, 12 * 7 - 2);  // 12 layers × 7 Linears, no v_proj on the 2 full layers
+    auto ids = g.ids("p1");
+    auto ref = cpu->logits(ids);
+    cpu.reset();
+    if (!runtime::cuda_device_available()) {
+      fs::remove_all(dir);
+      GTEST_SKIP() << "no CUDA device";
+    }
+    auto e = open_cuda(dir);
+    Compare c;
+    auto ours = e->logits(ids);
+    c.add(ours.data(), ref.data(), int(ids.size()), e->vocab_size());
+    std::printf("[ measured ] INT4 %s cuda vs cpu: top-1 %.4f mean |dlogit| %.4g max %.4g\n", k.tag, c.top1(),
+                c.mean(), c.max_abs);
+    EXPECT_GE(c.top1(), kInt4Top1) << k.tag;
+    EXPECT_LE(c.mean(), kMeanAbsDelta) << k.tag;
+    fs::remove_all(dir);
+  }
+}
