@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <thread>
 
 #include "models/error.h"
 
@@ -118,18 +119,36 @@ BpeModel::BpeModel(TokenizerJson& doc, BpeOptions options, const std::string& na
   while (capacity < merges.size() * 2) capacity *= 2;
   merge_table_.assign(capacity, MergeSlot{kEmpty, 0, 0});
   merge_mask_ = capacity - 1;
-  std::string merged;
+  // Resolving merges to ids is most of the load time for 500k merges: split it over
+  // a few threads (read-only lookups), then fill the table in rank order.
+  struct Resolved {
+    int32_t left, right, merged;
+  };
+  std::vector<Resolved> resolved(merges.size());
+  const auto resolve = [&](size_t begin, size_t end) {
+    std::string merged;
+    for (size_t rank = begin; rank < end; ++rank) {
+      const std::string_view left = doc.merge_token(merges[rank].first);
+      const std::string_view right = doc.merge_token(merges[rank].second);
+      merged.assign(left).append(right);
+      resolved[rank] = Resolved{token_to_id(left), token_to_id(right), token_to_id(merged)};
+    }
+  };
+  const size_t threads = merges.size() < 50000 ? 1 : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
+  std::vector<std::thread> workers;
+  for (size_t t = 1; t < threads; ++t)
+    workers.emplace_back(resolve, merges.size() * t / threads, merges.size() * (t + 1) / threads);
+  resolve(0, merges.size() / threads);
+  for (std::thread& w : workers) w.join();
+
   for (size_t rank = 0; rank < merges.size(); ++rank) {
-    const std::string_view left = doc.merge_token(merges[rank].first);
-    const std::string_view right = doc.merge_token(merges[rank].second);
-    const int32_t left_id = token_to_id(left);
-    const int32_t right_id = token_to_id(right);
-    merged.assign(left).append(right);
-    const int32_t merged_id = token_to_id(merged);
-    const char* missing = left_id < 0 ? "its left token" : right_id < 0 ? "its right token" : "the merged token";
-    if (left_id < 0 || right_id < 0 || merged_id < 0)
-      throw Error(name_ + ": model.merges[" + std::to_string(rank) + "] (" + quoted(left) + ", " + quoted(right) +
+    const auto [left_id, right_id, merged_id] = resolved[rank];
+    if (left_id < 0 || right_id < 0 || merged_id < 0) {
+      const char* missing = left_id < 0 ? "its left token" : right_id < 0 ? "its right token" : "the merged token";
+      throw Error(name_ + ": model.merges[" + std::to_string(rank) + "] (" +
+                  quoted(doc.merge_token(merges[rank].first)) + ", " + quoted(doc.merge_token(merges[rank].second)) +
                   "): " + missing + " is not in model.vocab");
+    }
     // A pair listed twice keeps its last rank, as in tokenizers and transformers.js.
     const uint64_t key = pair_key(left_id, right_id);
     for (uint64_t slot = hash_key(key) & merge_mask_;; slot = (slot + 1) & merge_mask_) {

@@ -85,6 +85,27 @@ TEST(TokenizerGolden, Gemma3ExactIdsAndRoundTrip) {
   EXPECT_EQ(tok->decode(std::vector<int32_t>{kBos, 9259}, false), "<bos>Hello");
 }
 
+// datasets/README.md states the prompt lengths of performance_public.jsonl in Gemma 3/4
+// tokens (BOS included), and the total prompt tokens of performance_large.jsonl.
+TEST(TokenizerGolden, Gemma3DatasetPromptLengths) {
+  const auto path = env_path("G4C_BINARY_DIR") / "tokenizers/gemma3/tokenizer.json";
+  const auto source = env_path("G4C_SOURCE_DIR");
+  ASSERT_TRUE(std::filesystem::exists(path)) << path;
+  const auto tok = Tokenizer::load(path);
+  const auto prompt_lengths = [&](const char* file) {
+    std::vector<size_t> lengths;
+    std::ifstream in(source / "datasets" / file);
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) lengths.push_back(tok->encode(json::parse(line).at("prompt").get<std::string>()).size());
+    return lengths;
+  };
+  EXPECT_EQ(prompt_lengths("performance_public.jsonl"),
+            (std::vector<size_t>{250, 250, 500, 500, 1000, 1000, 1500, 1500, 2000, 2000}));
+  size_t total = 0;
+  for (const size_t n : prompt_lengths("performance_large.jsonl")) total += n;
+  EXPECT_EQ(total, 111067u);
+}
+
 // ---- toy tokenizers, hand-worked ----
 
 // extra: ▁ a b c ab bc abc aa ▁a  (ids 260..268)

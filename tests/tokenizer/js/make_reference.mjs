@@ -49,7 +49,7 @@ const spice = [
   "\ue000", "\ufffd", "\u0000", "\u0001", "\u0007", "\u001b[31m", "\u007f", "\u0085", "\u00a0", "\u2028",
   "\r\n", "\r", "\t", "\t\t\t", "\n\n\n", "\n \n", " \t ", "▁", "▁▁▁", "<bos>", "<eos>", "<pad>", "<mask>",
   "<start_of_turn>", "<end_of_turn>", "<start_of_image>", "<image_soft_token>", "<unused12>", "[multimodal]",
-  "<0x41>", "<0xE4>", "<unk>", "<", ">", "</s>", "&amp;", "```python\n", "\\u00e9", "~~~~", "....", "!!!",
+  "<0x41>", "<0xE4>", "<unk>", "<", ">", "</s>", "<b> </b>", "> </", ">  </", "x> </y>", "&amp;", "```python\n", "\\u00e9", "~~~~", "....", "!!!",
 ];
 const whitespaceRun = () => pick([" ", "\n", "\t", "\r\n", " \n"]).repeat(int(2, 48));
 
