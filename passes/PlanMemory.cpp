@@ -32,10 +32,15 @@ struct LiveValue {
   int64_t offset = 0;
 };
 
-// Values with one row per sequence rather than per token.
+// Values with one row per sequence rather than per token: the logits and
+// whatever elementwise ops (softcap, ...) or samplers follow them.
 bool perSequence(Value v) {
   Operation* def = v.getDefiningOp();
-  return def && isa<LogitsOp, ArgmaxOp, SampleOp>(def);
+  if (!def) return false;
+  if (isa<LogitsOp>(def)) return true;
+  if (isa<ArgmaxOp, SampleOp, SoftcapOp, ScaleOp, GeluTanhOp, AddOp, MulOp>(def))
+    return perSequence(def->getOperand(0));
+  return false;
 }
 
 int64_t alignUp(int64_t n, int64_t a) { return (n + a - 1) / a * a; }

@@ -68,10 +68,14 @@ struct PlanOffloadPass : impl::PlanOffloadBase<PlanOffloadPass> {
     }
     if (chosen < 0) {
       // Report the smallest possible footprint (everything streamable streamed).
+      bool denseLinears = false;
+      for (auto& [layer, ws] : layerWeights)
+        for (WeightOp w : ws) denseLinears |= !w.getQuant();
       std::string msg = "the model does not fit the device budget of " + std::to_string(budgetMiB) +
                         " MiB even with every layer's weights streamed from host memory\n" + formatMemoryTable(t) +
                         "to fit, lower the KV cache (fewer sequences: --max-batch; shorter --max-seq-len; "
-                        "smaller --max-chunk), quantize the Linears to INT4, or raise --budget";
+                        "smaller --max-chunk), " +
+                        std::string(denseLinears ? "quantize the Linears to INT4, " : "") + "or raise --budget";
       module.emitError(msg);
       writeMemoryTable(module, t);
       return signalPassFailure();

@@ -1,12 +1,132 @@
-// g4c compile — placeholder until its issue lands; says so and exits non-zero.
+// g4c compile — builds the g4 graph of a checkpoint (frontend), runs the fusion
+// and planning passes under a device budget, prints the memory table, and with
+// -o writes the executable plan (codegen).
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "frontend/Frontend.h"
+#include "ir/G4Dialect.h"
+#include "mlir/IR/MLIRContext.h"
+#include "models/error.h"
+#include "passes/MemoryTable.h"
+#include "passes/Pipeline.h"
 #include "tools/cli.h"
+#if __has_include("codegen/Codegen.h")
+#include "codegen/Codegen.h"
+#define G4C_HAVE_CODEGEN 1
+#endif
 
 namespace g4c::cli {
 
+namespace {
+
+struct CompileArgs {
+  std::string model;
+  std::string budget = "9984MiB";
+  std::string dump_dir;
+  std::string output;
+  passes::PipelineOptions pipeline;
+  bool bf16_activations = false;
+};
+
+// "9984MiB", "10GiB", "9.5GB", "512MB", "1048576" (bytes) -> MiB (rounded down).
+int64_t parse_budget_mib(const std::string& text) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const std::string unit = text.substr(used);
+  static const std::map<std::string, double> units = {
+      {"", 1.0},        {"B", 1.0},         {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0},
+      {"KB", 1e3},      {"MB", 1e6},        {"GB", 1e9},     {"K", 1024.0},      {"M", 1048576.0},
+      {"G", 1073741824.0}};
+  auto it = units.find(unit);
+  if (used == 0 || it == units.end() || !(value > 0) || !std::isfinite(value))
+    throw Error("--budget '" + text + "': expected a size like 9984MiB, 10GiB or 9.5GB");
+  return int64_t(value * it->second / 1048576.0);
+}
+
+void run_compile(const CompileArgs& args) {
+  const auto start = std::chrono::steady_clock::now();
+  passes::PipelineOptions opts = args.pipeline;
+  opts.budget_mib = parse_budget_mib(args.budget);
+
+  mlir::MLIRContext ctx(mlir::MLIRContext::Threading::DISABLED);
+  frontend::FrontendOptions fopts;
+  fopts.bf16_activations = args.bf16_activations;
+  const models::ModelConfig cfg = models::load_model_config(args.model);
+  auto module = frontend::build_decoder(ctx, cfg, frontend::checkpoint_weights(cfg, args.model), fopts);
+
+  std::string diagnostics;
+  if (!passes::run_pipeline(*module, opts, args.dump_dir, &diagnostics))
+    throw Error("compile " + args.model + ": " + diagnostics);
+
+  int64_t attention = 0, linears = 0, int4_linears = 0, streamed = 0;
+  module->walk([&](mlir::Operation* op) {
+    if (mlir::isa<g4::AttentionOp>(op)) ++attention;
+    if (mlir::isa<g4::LinearOp, g4::GateUpOp>(op)) ++linears;
+    if (auto w = mlir::dyn_cast<g4::WeightOp>(op)) {
+      if (w.getQuant()) ++int4_linears;
+      if (w.isStreamed()) ++streamed;
+    }
+  });
+  int sliding = 0;
+  for (const auto& l : cfg.layers) sliding += l.kind == models::LayerKind::Sliding;
+  std::printf("model %s: %s, %d layers (%d sliding, %d full), hidden %d, vocab %d\n", args.model.c_str(),
+              cfg.model_type.c_str(), cfg.num_layers, sliding, cfg.num_layers - sliding, cfg.hidden_size,
+              cfg.vocab_size);
+  std::printf("graph: %lld attention ops, %lld linear ops, %lld INT4 weights, %lld streamed weights\n",
+              (long long)attention, (long long)linears, (long long)int4_linears, (long long)streamed);
+  if (auto kv = (*module)->getAttrOfType<mlir::DictionaryAttr>("g4.kv")) {
+    auto get = [&](const char* k) { return double(kv.getAs<mlir::IntegerAttr>(k).getInt()) / 1024.0; };
+    std::printf("KV: sliding layers %.2f KiB/token, full layers %.2f KiB/token%s; %d sequences, chunk %lld\n",
+                get("sliding_bytes_per_token"), get("full_bytes_per_token"),
+                opts.kv_shared ? " (K=V stored once)" : "", int(opts.max_seqs), (long long)opts.max_chunk);
+  }
+  passes::MemoryTable table;
+  if (passes::readMemoryTable(*module, &table)) std::printf("%s", passes::formatMemoryTable(table).c_str());
+#ifdef G4C_HAVE_CODEGEN
+  if (!args.output.empty()) {
+    codegen::write_plan(*module, cfg, args.model, args.output);
+    std::printf("plan written to %s\n", args.output.c_str());
+  }
+#else
+  if (!args.output.empty()) throw Error("compile -o: codegen is not built into this g4c");
+#endif
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("compiled in %.2f s%s\n", seconds,
+              args.dump_dir.empty() ? "" : (", dumps in " + args.dump_dir).c_str());
+}
+
+}  // namespace
+
 void add_compile_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("compile", "compile (not implemented yet)");
-  cmd->allow_extras();
-  cmd->callback([] { throw NotImplemented{"compile"}; });
+  auto args = std::make_shared<CompileArgs>();
+  auto* cmd = app.add_subcommand("compile", "compile a checkpoint to a plan: g4 graph, fusion, memory planning");
+  cmd->add_option("--model", args->model, "checkpoint directory (config.json + safetensors [+ manifest.json])")
+      ->required();
+  cmd->add_option("--budget", args->budget, "device memory budget (e.g. 9984MiB, 10GiB)")->capture_default_str();
+  cmd->add_option("--dump-after-all", args->dump_dir, "write the module after every pass into this folder");
+  cmd->add_option("-o,--output", args->output, "write the executable plan (.g4p)");
+  cmd->add_option("--max-batch", args->pipeline.max_seqs, "sequences alive at once")->capture_default_str();
+  cmd->add_option("--max-chunk", args->pipeline.max_chunk, "prefill chunk (tokens per sequence per step)")
+      ->capture_default_str();
+  cmd->add_option("--max-sequence-length", args->pipeline.max_seq_len, "longest sequence")->capture_default_str();
+  cmd->add_option("--kv-block-size", args->pipeline.kv_block_size, "paged KV block size")->capture_default_str();
+  cmd->add_flag("--kv-shared", args->pipeline.kv_shared, "store K=V once on k_eq_v layers (K recomputed)");
+  cmd->add_option("--context-mib", args->pipeline.context_mib, "CUDA context estimate")->capture_default_str();
+  cmd->add_option("--workspace-mib", args->pipeline.workspace_mib, "workspace estimate")->capture_default_str();
+  cmd->add_option("--graph-pool-mib", args->pipeline.graph_pool_mib, "CUDA graph pool estimate")
+      ->capture_default_str();
+  cmd->add_flag("--bf16-activations", args->bf16_activations, "BF16 activations (GPU) instead of f32");
+  cmd->callback([args] { run_compile(*args); });
 }
 
 }  // namespace g4c::cli

@@ -23,10 +23,11 @@ func.func @chain(%ids: tensor<?xi32>) -> tensor<?x32xf32> {
 // -----
 
 // Per bucket: decode (1 token, 1 sequence) and prefill (4 tokens, at most 2 sequences).
-// Logits have one row per sequence: 128 x 4 B per row.
-//   bucket (1,1): logits 512 @0, h 128 @512 (live with logits), ids 16 @0 (dead before logits) -> 640
-//   bucket (4,2): logits 1024 @0, h 512 @1024, ids 16 @0 -> 1536
-// CHECK: g4.activations = {alignment = 16 : i64, max_peak_bytes = 1536 : i64, peak_bytes = array<i64: 640, 1536>, seqs = array<i64: 1, 2>, tokens = array<i64: 1, 4>}
+// Logits, and the softcap that follows them, have one row per sequence: 128 x 4 B per row.
+//   bucket (1,1): logits 512 @0, softcap 512 @512, h 128 @512 (live with logits, not with
+//                 softcap), ids 16 @0 (dead before logits) -> 1024
+//   bucket (4,2): logits 1024 @0, softcap 1024 @1024, h 512 @1024, ids 16 @0 -> 2048
+// CHECK: g4.activations = {alignment = 16 : i64, max_peak_bytes = 2048 : i64, peak_bytes = array<i64: 1024, 2048>, seqs = array<i64: 1, 2>, tokens = array<i64: 1, 4>}
 module attributes {g4.buckets = {decode = array<i64: 1>, prefill = array<i64: 4>, max_seqs = 2 : i64}} {
   g4.weight @e : tensor<128x32xbf16>
   // CHECK-LABEL: func.func @buckets
@@ -34,8 +35,10 @@ module attributes {g4.buckets = {decode = array<i64: 1>, prefill = array<i64: 4>
   func.func @buckets(%ids: tensor<?xi32>) -> tensor<?x128xf32> {
     // CHECK-NEXT: g4.embed {{.*}}g4.arena = [array<i64: 512, 1024>]
     // CHECK-NEXT: g4.logits {{.*}}g4.arena = [array<i64: 0, 0>]
+    // CHECK-NEXT: g4.softcap {{.*}}g4.arena = [array<i64: 512, 1024>]
     %h = g4.embed %ids, @e {scale = 1.0 : f64} : tensor<?xi32> -> tensor<?x32xf32>
     %l = g4.logits %h, @e : tensor<?x32xf32> -> tensor<?x128xf32>
-    return %l : tensor<?x128xf32>
+    %c = g4.softcap %l {cap = 30.0 : f64} : tensor<?x128xf32>
+    return %c : tensor<?x128xf32>
   }
 }
