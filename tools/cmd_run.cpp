@@ -1,12 +1,109 @@
-// g4c run — placeholder until its issue lands; says so and exits non-zero.
+// g4c run — serve a requests jsonl with the continuous-batching engine and write the lab's
+// outputs jsonl and summary JSON (DESIGN.md §3). Exit status 1 when any request failed
+// (each failed request still gets its output line with finish_reason "error").
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include "models/error.h"
+#include "models/progress.h"
+#include "models/tokenizer.h"
+#include "runtime/engine.h"
+#include "runtime/serving.h"
 #include "tools/cli.h"
 
 namespace g4c::cli {
+namespace {
+
+struct RunArgs {
+  std::string model, plan, input, output, summary, save_plan;
+  int batch_size = 8;
+  int max_seq_len = 2048;
+  int max_new_tokens = 32;
+  bool ignore_eos = false;
+  int threads = 0;
+  int kv_blocks = 0;
+  int token_budget = 0;
+  int chunk = 0;
+};
+
+// The plan to run. With --plan: that file. Without: the seam for codegen — once
+// `g4c compile`'s in-process entry exists, call it here (tools/ may depend on codegen);
+// until then the runtime's reference builder (runtime/plan/reference_builder.h) emits the
+// same program inside Engine::open.
+std::optional<plan::Plan> plan_for(const RunArgs& a) {
+  if (!a.plan.empty()) return plan::Plan::load_file(a.plan);
+  return std::nullopt;
+}
+
+void run(const RunArgs& a) {
+  const std::filesystem::path dir = a.model;
+  std::ifstream requests(a.input);
+  if (!requests) throw Error(a.input + ": cannot open requests file");
+  std::unique_ptr<models::Tokenizer> tokenizer;
+  if (std::filesystem::exists(dir / "tokenizer.json")) tokenizer = models::Tokenizer::load(dir / "tokenizer.json");
+
+  runtime::EngineOptions eo;
+  eo.max_sequences = a.batch_size;
+  eo.max_seq_len = a.max_seq_len;
+  eo.threads = a.threads;
+  eo.kv_blocks = a.kv_blocks;
+  eo.token_budget = a.token_budget;
+  eo.chunk_tokens = a.chunk;
+  auto engine = runtime::Engine::open(dir, plan_for(a), eo);
+  if (!a.save_plan.empty()) engine->plan().save(a.save_plan);
+
+  std::ofstream out(a.output);
+  if (!out) throw Error(a.output + ": cannot write outputs file");
+  runtime::ServeOptions so;
+  so.default_max_new_tokens = a.max_new_tokens;
+  so.ignore_eos = a.ignore_eos;
+  so.device = std::string(engine->backend().name()) + " (" + engine->plan()->generator()->str() + ")";
+
+  // Count the request lines for the progress bar's total.
+  uint64_t total = 0;
+  {
+    std::ifstream count(a.input);
+    std::string line;
+    while (std::getline(count, line)) total += line.find_first_not_of(" \t\r") != std::string::npos;
+  }
+  Progress bar("run " + std::filesystem::path(a.input).filename().string(), total);
+  auto summary = runtime::serve_jsonl(*engine, tokenizer.get(), requests, a.input, out,
+                                      so, [&](const runtime::GenerationResult&) { bar.add(1); });
+  bar.finish();
+  if (!a.summary.empty()) {
+    std::ofstream s(a.summary);
+    if (!s) throw Error(a.summary + ": cannot write summary file");
+    s << summary.json.dump(2) << "\n";
+  }
+  std::fprintf(stderr, "%d requests, %lld generated tokens in %.2f s (%.1f tok/s)\n", summary.requests,
+               (long long)summary.generated_tokens, summary.json["elapsed_s"].get<double>(),
+               summary.json["generated_tokens_per_s"].get<double>());
+  if (summary.failed > 0)
+    throw Error(std::to_string(summary.failed) + " of " + std::to_string(summary.requests) + " requests failed (see " +
+                a.output + ")");
+}
+
+}  // namespace
 
 void add_run_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("run", "run (not implemented yet)");
-  cmd->allow_extras();
-  cmd->callback([] { throw NotImplemented{"run"}; });
+  auto args = std::make_shared<RunArgs>();
+  auto* cmd = app.add_subcommand("run", "serve a requests jsonl (continuous batching) and write outputs + summary");
+  cmd->add_option("--model", args->model, "model directory (config.json, safetensors, tokenizer.json)")->required();
+  cmd->add_option("--plan", args->plan, "compiled plan (.g4p); default: built for the model");
+  cmd->add_option("--input", args->input, "requests jsonl")->required();
+  cmd->add_option("--output", args->output, "outputs jsonl")->required();
+  cmd->add_option("--summary", args->summary, "summary JSON");
+  cmd->add_option("--batch-size", args->batch_size, "running sequences at once")->capture_default_str();
+  cmd->add_option("--max-sequence-length", args->max_seq_len, "longest prompt + generation")->capture_default_str();
+  cmd->add_option("--max-new-tokens", args->max_new_tokens, "default when a request has none")->capture_default_str();
+  cmd->add_flag("--ignore-eos", args->ignore_eos, "do not stop on the model's EOS ids");
+  cmd->add_option("--threads", args->threads, "CPU threads (0: all)")->capture_default_str();
+  cmd->add_option("--kv-blocks", args->kv_blocks, "paged KV pool blocks (0: enough for every sequence)");
+  cmd->add_option("--max-num-batched-tokens", args->token_budget, "token budget per step (0: max(512, batch))");
+  cmd->add_option("--chunk-size", args->chunk, "prefill tokens per sequence per step (0: plan maximum)");
+  cmd->add_option("--save-plan", args->save_plan, "write the plan that runs (e.g. the reference plan) to this file");
+  cmd->callback([args] { run(*args); });
 }
 
 }  // namespace g4c::cli
