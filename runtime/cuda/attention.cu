@@ -89,25 +89,32 @@ __global__ void __launch_bounds__(NW * 32) attn_kernel(AttnArgs a) {
     const bf16* src = ok ? a.q + (long(q0 + qt0 + tq) * a.hq + head) * D + ch * 8 : a.q;
     cp_async16(qs + swz<D>(row, ch), src, ok ? 16 : 0);
   }
+  // Slots of a tile's 32 keys, computed once per key (not per 16-byte chunk) into a
+  // double-buffered table; buffer (tile − t_lo) & 1. −1: key past the block's last query.
+  __shared__ long sslot[2][kBK];
+  auto calc_slots = [&](int tile) {
+    if (tid < kBK) {
+      const int j = tile * kBK + tid;
+      sslot[(tile - t_lo) & 1][tid] = j < kend ? kv_slot(a.kv, r, j) : -1;
+    }
+  };
   auto load_kv = [&](int stage, int tile) {
     bf16* ks = ks0 + stage * (kBK * D);
     bf16* vs = vs0 + stage * (kBK * DV);
-    for (int i = tid; i < kBK * (D / 8 + DV / 8); i += kThreads) {
-      const bool isk = i < kBK * (D / 8);
-      const int ii = isk ? i : i - kBK * (D / 8);
-      const int cw = isk ? D / 8 : DV / 8;
-      const int kr = ii / cw, ch = ii % cw;
-      const int j = tile * kBK + kr;
-      const bool ok = j < kend;
-      const bf16* src = a.q;
-      if (ok) {
-        const long base = kv_slot(a.kv, r, j) * kv_row + long(hk) * D;
-        src = isk ? a.kv.k + base + ch * 8 : a.kv.v + base + dvp * DV + ch * 8;
-      }
-      if (isk)
-        cp_async16(ks + swz<D>(kr, ch), src, ok ? 16 : 0);
-      else
-        cp_async16(vs + swz<DV>(kr, ch), src, ok ? 16 : 0);
+    const long* sl = sslot[(tile - t_lo) & 1];
+#pragma unroll 4
+    for (int i = tid; i < kBK * (D / 8); i += kThreads) {
+      const int kr = i / (D / 8), ch = i % (D / 8);
+      const long slot = sl[kr];
+      const bf16* src = slot >= 0 ? a.kv.k + slot * kv_row + long(hk) * D + ch * 8 : a.q;
+      cp_async16(ks + swz<D>(kr, ch), src, slot >= 0 ? 16 : 0);
+    }
+#pragma unroll 4
+    for (int i = tid; i < kBK * (DV / 8); i += kThreads) {
+      const int kr = i / (DV / 8), ch = i % (DV / 8);
+      const long slot = sl[kr];
+      const bf16* src = slot >= 0 ? a.kv.v + slot * kv_row + long(hk) * D + dvp * DV + ch * 8 : a.q;
+      cp_async16(vs + swz<DV>(kr, ch), src, slot >= 0 ? 16 : 0);
     }
   };
 
@@ -122,6 +129,9 @@ __global__ void __launch_bounds__(NW * 32) attn_kernel(AttnArgs a) {
   for (int i = 0; i < DV / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
 
+  if (t_lo < t_hi) calc_slots(t_lo);
+  if (t_lo + 1 < t_hi) calc_slots(t_lo + 1);
+  __syncthreads();
   if (t_lo < t_hi) load_kv(0, t_lo);
   cp_async_commit();
   for (int tile = t_lo; tile < t_hi; ++tile) {
@@ -130,6 +140,9 @@ __global__ void __launch_bounds__(NW * 32) attn_kernel(AttnArgs a) {
     cp_async_commit();
     cp_async_wait<1>();
     __syncthreads();
+    // Reuses tile's slot buffer: every thread issued tile's loads before the barrier above;
+    // the barrier at the end of this iteration publishes it to load_kv(tile + 2).
+    if (tile + 2 < t_hi) calc_slots(tile + 2);
     const bf16* ks = ks0 + st * (kBK * D);
     const bf16* vs = vs0 + st * (kBK * DV);
 
@@ -285,14 +298,16 @@ int num_sms() {
 
 }  // namespace
 
-int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d) {
+int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window) {
   const int g = hq / hkv;
   if (b.max_q_len * g > 16) return 1;  // prefill-sized: enough blocks without splitting
   const int dv_parts = d > 256 ? 2 : 1;
   const long blocks = long(b.num_requests) * hkv * dv_parts;
-  int s = int((2L * num_sms() + blocks - 1) / blocks);
-  s = std::min(s, std::max(1, b.max_kv_len / 256));
-  return std::max(1, std::min(s, 32));
+  const int keys = window > 0 ? std::min(b.max_kv_len, window + b.max_q_len) : b.max_kv_len;
+  // Decode blocks are one warp: ≈8 per SM, down to one 32-key tile per split.
+  int s = int((8L * num_sms() + blocks - 1) / blocks);
+  s = std::min(s, std::max(1, (keys + kBK - 1) / kBK));
+  return std::max(1, std::min(s, 64));
 }
 
 size_t attention_workspace_bytes(const AttnBatch& b, int hq, int d, int splits) {

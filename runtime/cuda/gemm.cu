@@ -2,14 +2,17 @@
 #include "runtime/cuda/gemm.cuh"
 
 #include "runtime/cuda/common.cuh"
+#include "runtime/cuda/gemm_epilogue.cuh"
+
+#include <algorithm>
 
 namespace g4c::cuda {
 using namespace detail;
 
 namespace {
 
-constexpr int kDecodeWarps = 4;      // one 16-row tile per warp → 64 rows per block
-constexpr int kDecodeMaxChunks = 16;  // ≤ 1024 k per split (activation slice in smem)
+constexpr int kDecodeWarps = 8;  // one 16-row tile per warp → 128 rows per block
+constexpr int kDecodeSmemAct = 40 << 10;  // bytes of activation slice per block (≤ 48 KB total)
 
 size_t align256(size_t v) { return (v + 255) & ~size_t(255); }
 
@@ -55,7 +58,8 @@ __global__ void repack_scales_kernel(const void* sa, const void* sb, const uint8
   const long total = long(ntiles) * ngroups * 16;
   for (long idx = blockIdx.x * long(blockDim.x) + threadIdx.x; idx < total;
        idx += long(gridDim.x) * blockDim.x) {
-    const int rr = int(idx & 15);
+    const int pos = int(idx & 15);
+    const int rr = (pos >> 1) + ((pos & 1) << 3);  // pairs (row g, row g+8) adjacent
     const long tg = idx >> 4;
     const int gi = int(tg % ngroups);
     const int tile = int(tg / ngroups);
@@ -111,56 +115,30 @@ __global__ void dequant_kernel(Int4Weight w, bf16* __restrict__ out) {
     const uint32_t wd =
         static_cast<const uint32_t*>(w.qweight)[((long(tile) * kc_n + kc) * 32 + lane) * 4 + word];
     const int code = (wd >> (4 * nib)) & 15;
-    const long so = (long(tile) * ngroups + k / w.group) * 16 + rr;
+    const long so = (long(tile) * ngroups + k / w.group) * 16 + 2 * (rr & 7) + (rr >> 3);
     const float z = w.zeros ? float(w.zeros[so]) : 8.f;
     out[idx] = __float2bfloat16(__bfloat162float(__float2bfloat16(float(code) - z)) *
                                 __bfloat162float(w.scales[so]));
   }
 }
 
-// ------------------------------------------------------------------ epilogue
-struct EpiArgs {
-  int ep;
-  GemmOut o;
-  int n;  // packed rows
-  int m;
-};
-
-// One output element (packed row `prow`, token `tok`); for GeluMul call with the gate row value
-// `v` and the up value `vu`, prow = the gate row.
-__device__ __forceinline__ void epi_write(const EpiArgs& e, int prow, int tok, float v, float vu) {
-  if (tok >= e.m) return;
-  switch (e.ep) {
-    case 2: {  // GeluMul
-      const int j = (prow >> 4) * 8 + (prow & 7);
-      if (j >= e.n / 2) return;
-      static_cast<bf16*>(e.o.y)[long(tok) * e.o.ldy + j] = __float2bfloat16(gelu_tanh(v) * vu);
-      return;
-    }
-    case 3:
-      if (prow < e.n)
-        static_cast<float*>(e.o.y)[long(tok) * e.o.ldy + prow] =
-            e.o.softcap > 0.f ? e.o.softcap * tanhf(v / e.o.softcap) : v;
-      return;
-    case 1:
-      if (prow < e.n) {
-        const float r = __bfloat162float(e.o.residual[long(tok) * e.o.ldr + prow]);
-        static_cast<bf16*>(e.o.y)[long(tok) * e.o.ldy + prow] = __float2bfloat16(v + r);
-      }
-      return;
-    default:
-      if (prow < e.n) static_cast<bf16*>(e.o.y)[long(tok) * e.o.ldy + prow] = __float2bfloat16(v);
-  }
-}
-
 // ------------------------------------------------------------------ decode (m ≤ 16)
-// Block: 4 warps, one 16-row tile each (64 rows); blockIdx.y = k split of `cps` 64-chunks.
-// The block's activation slice [MT·8 tokens][cps·64] sits in smem (row pad 8 elements:
-// fragment loads hit 32 distinct banks). Weights: one 16-byte streaming load per lane per
-// 64-chunk, 4 chunks in flight per warp. Split partials go to ws; the last block of a column
-// (atomic ticket) sums them and runs the epilogue.
-template <int MT>
-__global__ void __launch_bounds__(kDecodeWarps * 32)
+// Block: 8 warps, one 16-row tile each (128 rows); blockIdx.y = k split of `cps` 64-chunks
+// (whole groups). The block's activation slice [m rows][cps·64] sits in smem (row pad 8
+// elements: fragment loads hit 32 distinct banks), with per-(token, group) sums Σx; fragment
+// rows ≥ m are zero registers. Weights stream with one 16-byte evict-first load per lane per
+// 64-chunk through a rolling window of U loads in flight per warp (the first U issued before
+// the activation fill).
+//
+// Dequantization is folded out of the inner loop: the A fragment is the exact bf16 value
+// 128 + code (one shift + one LOP3 per 2 codes), the mma accumulates Σ(128+c)·x per group in
+// fp32, and at the end of a group  acc += s·(Σ(128+c)·x − (128+z)·Σx)  (exact (c−z), fp32
+// scale; the cancellation costs ~2^-24·16·√G ≈ 1e-5 relative). Split partials go to ws; the
+// last block of a column (atomic ticket) sums them and runs the epilogue.
+constexpr int kDecodeRows = kDecodeWarps * 16;
+
+template <int MT, int U>
+__global__ void __launch_bounds__(kDecodeWarps * 32, 2)
     w4_decode_kernel(const bf16* __restrict__ x, int ldx, Int4Weight w, EpiArgs e,
                      float* __restrict__ ws, int* __restrict__ counters, int cps) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -172,59 +150,111 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
   const int k0 = c_begin * 64;
   const int klen = (c_end - c_begin) * 64;
   const int xstride = cps * 64 + 8;
+  const int mrows = min(e.m, MT * 8);
+  const int cpg = w.group / 64;  // chunks per group
+  const int ngl = cps / cpg;     // groups per split (cps is a multiple of cpg)
   bf16* xs = reinterpret_cast<bf16*>(smem_raw);
-  float* red = reinterpret_cast<float*>(smem_raw + size_t(MT) * 8 * xstride * 2);  // [64][16]
+  float* xsum = reinterpret_cast<float*>(smem_raw + size_t(mrows) * xstride * 2);  // [mrows][ngl]
+  float* red = xsum + ((mrows * ngl + 3) & ~3);                                   // [128][16]
   __shared__ int s_last;
-
-  // Activation slice → smem (zeros past m and past k).
-  for (int i = threadIdx.x; i < MT * 8 * (klen / 8); i += blockDim.x) {
-    const int r = i / (klen / 8), c8 = (i % (klen / 8)) * 8;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (r < e.m && k0 + c8 < w.k) v = *reinterpret_cast<const uint4*>(x + long(r) * ldx + k0 + c8);
-    *reinterpret_cast<uint4*>(xs + r * xstride + c8) = v;
-  }
-  __syncthreads();
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
   const int ntiles = (w.n + 15) / 16;
   const int tile = blockIdx.x * kDecodeWarps + warp;
   const int ngroups = w.kp / w.group;
-  float acc[MT][4];
-#pragma unroll
-  for (int j = 0; j < MT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+  const bool have_tile = tile < ntiles;
+  const int tc = min(tile, ntiles - 1);
+  const uint4* qw = static_cast<const uint4*>(w.qweight) + (long(tc) * kc_n) * 32 + lane;
+  const bf16* sc = w.scales + long(tc) * ngroups * 16 + 2 * g;
+  const uint8_t* zp = w.zeros ? w.zeros + long(tc) * ngroups * 16 + 2 * g : nullptr;
 
-  if (tile < ntiles) {
-    const uint4* qw = static_cast<const uint4*>(w.qweight) + (long(tile) * kc_n) * 32 + lane;
-    const bf16* sc = w.scales + long(tile) * ngroups * 16;
-    const uint8_t* zp = w.zeros ? w.zeros + long(tile) * ngroups * 16 : nullptr;
-    constexpr int U = 4;
-    for (int c = c_begin; c < c_end; c += U) {
-      uint4 wv[U];
+  uint4 wv[U];
+  uint32_t sv[U], zv[U];
+  auto issue = [&](int u, int c) {
+    wv[u] = __ldcs(qw + long(c) * 32);
+    const int gi = c / cpg;
+    sv[u] = *reinterpret_cast<const uint32_t*>(sc + gi * 16);
+    zv[u] = zp ? *reinterpret_cast<const uint16_t*>(zp + gi * 16) : 0x0808u;
+  };
+  if (have_tile) {
 #pragma unroll
-      for (int u = 0; u < U; ++u)
-        if (c + u < c_end) wv[u] = __ldcs(qw + long(c + u) * 32);
+    for (int u = 0; u < U; ++u)
+      if (c_begin + u < c_end) issue(u, c_begin + u);
+  }
+
+  // Activation slice → smem (zeros past k), and Σx per (token, group): the G/8 threads of a
+  // group are consecutive lanes (G/8 ∈ {8, 16}), reduced with shuffles.
+  const int gthreads = w.group / 8;
+#pragma unroll
+  for (int r = 0; r < MT * 8; ++r) {
+    if (r >= mrows) break;
+    for (int c8 = threadIdx.x * 8; c8 < ((klen + blockDim.x * 8 - 1) / (blockDim.x * 8)) * blockDim.x * 8;
+         c8 += blockDim.x * 8) {
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (c8 < klen && k0 + c8 < w.k) v = *reinterpret_cast<const uint4*>(x + long(r) * ldx + k0 + c8);
+      if (c8 < klen) *reinterpret_cast<uint4*>(xs + r * xstride + c8) = v;
+      const bf162* h = reinterpret_cast<const bf162*>(&v);
+      float sum = 0.f;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float2 f = __bfloat1622float2(h[i]);
+        sum += f.x + f.y;
+      }
+      for (int o = gthreads / 2; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+      if ((threadIdx.x & (gthreads - 1)) == 0 && c8 < klen) xsum[r * ngl + c8 / w.group] = sum;
+    }
+  }
+  __syncthreads();
+
+  float acc[MT][4], tmp[MT][4];
+#pragma unroll
+  for (int j = 0; j < MT; ++j)
+#pragma unroll
+    for (int q = 0; q < 4; ++q) acc[j][q] = tmp[j][q] = 0.f;
+
+  if (have_tile) {
+    for (int c = c_begin; c < c_end; c += U) {
 #pragma unroll
       for (int u = 0; u < U; ++u) {
-        if (c + u >= c_end) break;
-        const int gi = (c + u) * 64 / w.group;
-        const bf16 s0 = sc[gi * 16 + g], s1 = sc[gi * 16 + g + 8];
-        const float z0 = zp ? float(zp[gi * 16 + g]) : 8.f;
-        const float z1 = zp ? float(zp[gi * 16 + g + 8]) : 8.f;
-        const bf162 zlo = __float2bfloat162_rn(128.f + z0), zhi = __float2bfloat162_rn(128.f + z1);
-        const bf162 slo = __bfloat162bfloat162(s0), shi = __bfloat162bfloat162(s1);
-        const uint32_t words[4] = {wv[u].x, wv[u].y, wv[u].z, wv[u].w};
-        const int kl = (c + u - c_begin) * 64;
+        const int cc = c + u;
+        if (cc >= c_end) break;
+        const uint4 cw = wv[u];
+        const uint32_t cs = sv[u], cz = zv[u];
+        if (cc + U < c_end) issue(u, cc + U);  // keep U loads in flight
+        const uint32_t words[4] = {cw.x, cw.y, cw.z, cw.w};
+        const int kl = (cc - c_begin) * 64;
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks) {
           uint32_t a[4];
-          dequant8(words[ks], zlo, zhi, slo, shi, a);
+#pragma unroll
+          for (int i = 0; i < 4; ++i) a[i] = ((words[ks] >> (4 * i)) & 0x000F000Fu) | 0x43004300u;
 #pragma unroll
           for (int j = 0; j < MT; ++j) {
-            const bf16* xr = xs + (j * 8 + g) * xstride + kl + ks * 16 + 2 * t;
-            const uint32_t b0 = *reinterpret_cast<const uint32_t*>(xr);
-            const uint32_t b1 = *reinterpret_cast<const uint32_t*>(xr + 8);
-            mma_bf16(acc[j], a, b0, b1);
+            const int row = j * 8 + g;
+            uint32_t b0 = 0, b1 = 0;
+            if (row < mrows) {
+              const bf16* xr = xs + row * xstride + kl + ks * 16 + 2 * t;
+              b0 = *reinterpret_cast<const uint32_t*>(xr);
+              b1 = *reinterpret_cast<const uint32_t*>(xr + 8);
+            }
+            mma_bf16(tmp[j], a, b0, b1);
+          }
+        }
+        if ((cc - c_begin + 1) % cpg == 0) {  // group end: apply zero and scale in fp32
+          const int gl = (cc - c_begin) / cpg;
+          const float2 s2 = __bfloat1622float2(*reinterpret_cast<const bf162*>(&cs));
+          const float zg = 128.f + float(cz & 0xFF), zg8 = 128.f + float((cz >> 8) & 0xFF);
+#pragma unroll
+          for (int j = 0; j < MT; ++j) {
+            const int t0 = j * 8 + 2 * t, t1 = t0 + 1;
+            const float x0 = t0 < mrows ? xsum[t0 * ngl + gl] : 0.f;
+            const float x1 = t1 < mrows ? xsum[t1 * ngl + gl] : 0.f;
+            acc[j][0] += s2.x * (tmp[j][0] - zg * x0);
+            acc[j][1] += s2.x * (tmp[j][1] - zg * x1);
+            acc[j][2] += s2.y * (tmp[j][2] - zg8 * x0);
+            acc[j][3] += s2.y * (tmp[j][3] - zg8 * x1);
+            tmp[j][0] = tmp[j][1] = tmp[j][2] = tmp[j][3] = 0.f;
           }
         }
       }
@@ -239,11 +269,11 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
     red[(warp * 16 + g + 8) * 16 + j * 8 + 2 * t + 1] = acc[j][3];
   }
   __syncthreads();
-  const int row0 = blockIdx.x * 64;
-  const int ntok = min(e.m, MT * 8);
+  const int row0 = blockIdx.x * kDecodeRows;
+  const int ntok = mrows;
   if (S > 1) {
-    const long np = long(gridDim.x) * 64;
-    for (int i = threadIdx.x; i < 64 * ntok; i += blockDim.x) {
+    const long np = long(gridDim.x) * kDecodeRows;
+    for (int i = threadIdx.x; i < kDecodeRows * ntok; i += blockDim.x) {
       const int r = i / ntok, tk = i % ntok;
       ws[(long(split) * np + row0 + r) * 16 + tk] = red[r * 16 + tk];
     }
@@ -253,7 +283,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
     __syncthreads();
     if (!s_last) return;
     __threadfence();
-    for (int i = threadIdx.x; i < 64 * ntok; i += blockDim.x) {
+    for (int i = threadIdx.x; i < kDecodeRows * ntok; i += blockDim.x) {
       const int r = i / ntok, tk = i % ntok;
       float v = 0.f;
       for (int s2 = 0; s2 < S; ++s2) v += __ldcg(&ws[(long(s2) * np + row0 + r) * 16 + tk]);
@@ -263,14 +293,14 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
     __syncthreads();
   }
   if (e.ep == 2) {
-    for (int i = threadIdx.x; i < 32 * ntok; i += blockDim.x) {
-      const int q = i / ntok, tk = i % ntok;  // q: output within block (4 tiles × 8)
+    for (int i = threadIdx.x; i < (kDecodeRows / 2) * ntok; i += blockDim.x) {
+      const int tk = i / (kDecodeRows / 2), q = i % (kDecodeRows / 2);  // q: output in block
       const int r = (q >> 3) * 16 + (q & 7);
       epi_write(e, row0 + r, tk, red[r * 16 + tk], red[(r + 8) * 16 + tk]);
     }
   } else {
-    for (int i = threadIdx.x; i < 64 * ntok; i += blockDim.x) {
-      const int tk = i / 64, r = i % 64;  // consecutive threads → consecutive n (coalesced)
+    for (int i = threadIdx.x; i < kDecodeRows * ntok; i += blockDim.x) {
+      const int tk = i / kDecodeRows, r = i % kDecodeRows;  // consecutive threads → consecutive n
       epi_write(e, row0 + r, tk, red[r * 16 + tk], 0.f);
     }
   }
@@ -372,11 +402,12 @@ __global__ void __launch_bounds__(WN* WT * 32)
         const int tl = wn * MI + i;
         aw[i] = reinterpret_cast<const uint4*>(base + C::kXStage)[tl * 32 + lane];
         const int tile = min(n0 / 16 + tl, ntiles - 1);
-        const long so = (long(tile) * ngroups + gi) * 16;
-        slo[i] = __bfloat162bfloat162(w4.scales[so + g]);
-        shi[i] = __bfloat162bfloat162(w4.scales[so + g + 8]);
-        const float z0 = w4.zeros ? float(w4.zeros[so + g]) : 8.f;
-        const float z1 = w4.zeros ? float(w4.zeros[so + g + 8]) : 8.f;
+        const long so = (long(tile) * ngroups + gi) * 16 + 2 * g;
+        const bf162 s2 = *reinterpret_cast<const bf162*>(w4.scales + so);
+        slo[i] = __low2bfloat162(s2);
+        shi[i] = __high2bfloat162(s2);
+        const uint32_t zw = w4.zeros ? *reinterpret_cast<const uint16_t*>(w4.zeros + so) : 0x0808u;
+        const float z0 = float(zw & 0xFF), z1 = float(zw >> 8);
         zlo[i] = __float2bfloat162_rn(128.f + z0);
         zhi[i] = __float2bfloat162_rn(128.f + z1);
       }
@@ -449,25 +480,37 @@ cudaError_t launch_tile(const bf16* x, int ldx, const Int4Weight& w4, const Bf16
 struct DecodePlan {
   int nblk, cps, splits;
 };
-DecodePlan decode_plan(const Int4Weight& w) {
+int num_sms() {
   static int sms = [] {
     int dev = 0, v = 132;
     if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev);
     return v;
   }();
+  return sms;
+}
+// Fill one wave (2 blocks of 8 warps per SM) with as few k splits as that allows; a split's
+// activation slice must fit kDecodeSmemAct.
+DecodePlan decode_plan(int m, const Int4Weight& w) {
   DecodePlan p;
   const int ntiles = (w.n + 15) / 16;
   p.nblk = (ntiles + kDecodeWarps - 1) / kDecodeWarps;
   const int kc_n = w.kp / 64;
-  int splits = (kc_n + kDecodeMaxChunks - 1) / kDecodeMaxChunks;
-  const int want = (3 * sms + p.nblk - 1) / p.nblk;  // ≈3 blocks per SM
-  splits = max(splits, min(want, max(1, kc_n / 2)));
-  p.cps = (kc_n + splits - 1) / splits;
+  const int mrows = std::min(m, 16);
+  const int cpg = w.group / 64;  // splits hold whole groups
+  const int cap = std::max(cpg, (kDecodeSmemAct / (2 * mrows) - 8) / 64 / cpg * cpg);
+  int splits = (kc_n + cap - 1) / cap;
+  const int par = std::max(1, (2 * num_sms()) / p.nblk);
+  splits = std::max(splits, std::min(par, std::max(1, kc_n / (2 * cpg))));
+  p.cps = ((kc_n + splits - 1) / splits + cpg - 1) / cpg * cpg;
   p.splits = (kc_n + p.cps - 1) / p.cps;
   return p;
 }
 
+int g_tc_path = 0;  // 0: wgmma for m ≥ 64; 1: mma.sync tile kernels only
+
 }  // namespace
+
+void gemm_set_tensor_core_path(int path) { g_tc_path = path; }
 
 size_t int4_repacked_bytes(int n, int k, int group, bool asymmetric) {
   const int kp = (k + group - 1) / group * group;
@@ -512,9 +555,9 @@ void interleave_gate_up_bf16(const bf16* gate, const bf16* up, int f, int k, bf1
 
 size_t w4a16_workspace_bytes(int m, const Int4Weight& w) {
   if (m > 16) return 0;
-  const DecodePlan p = decode_plan(w);
+  const DecodePlan p = decode_plan(m, w);
   if (p.splits <= 1) return 0;
-  return align256(size_t(p.splits) * p.nblk * 64 * 16 * 4) + align256(size_t(p.nblk) * 4);
+  return align256(size_t(p.splits) * p.nblk * kDecodeRows * 16 * 4) + align256(size_t(p.nblk) * 4);
 }
 
 cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilogue ep,
@@ -523,25 +566,28 @@ cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilo
   EpiArgs e{int(ep), out, w.n, m};
   if (m <= 0) return cudaSuccess;
   if (m <= 16) {
-    const DecodePlan p = decode_plan(w);
+    const DecodePlan p = decode_plan(m, w);
     float* ws = nullptr;
     int* counters = nullptr;
     if (p.splits > 1) {
       if (workspace_bytes < w4a16_workspace_bytes(m, w)) return cudaErrorInvalidValue;
       ws = static_cast<float*>(workspace);
       counters = reinterpret_cast<int*>(static_cast<unsigned char*>(workspace) +
-                                        align256(size_t(p.splits) * p.nblk * 64 * 16 * 4));
+                                        align256(size_t(p.splits) * p.nblk * kDecodeRows * 16 * 4));
     }
     dim3 grid(p.nblk, p.splits);
-    const int mt = m <= 8 ? 1 : 2;
-    const size_t smem = size_t(mt) * 8 * (p.cps * 64 + 8) * 2 + 64 * 16 * 4;
-    if (mt == 1)
-      w4_decode_kernel<1><<<grid, kDecodeWarps * 32, smem, stream>>>(x, ldx, w, e, ws, counters, p.cps);
+    const int mrows = std::min(m, 16);
+    const size_t smem = size_t(mrows) * (p.cps * 64 + 8) * 2 +
+                        size_t((mrows * (p.cps / (w.group / 64)) + 3) & ~3) * 4 + kDecodeRows * 16 * 4;
+    if (m <= 8)
+      w4_decode_kernel<1, 8><<<grid, kDecodeWarps * 32, smem, stream>>>(x, ldx, w, e, ws, counters, p.cps);
     else
-      w4_decode_kernel<2><<<grid, kDecodeWarps * 32, smem, stream>>>(x, ldx, w, e, ws, counters, p.cps);
+      w4_decode_kernel<2, 4><<<grid, kDecodeWarps * 32, smem, stream>>>(x, ldx, w, e, ws, counters, p.cps);
     return cudaGetLastError();
   }
-  return launch_tile<true, 2, 4, 4, 4, 4>(x, ldx, w, Bf16Weight{}, e, stream);
+  if (m >= 64 && g_tc_path == 0) return launch_wgmma_int4(x, ldx, w, e, stream);
+  // Warps 4 (rows) × 2 (tokens): each INT4 fragment is dequantized by 2 warps, not 4.
+  return launch_tile<true, 4, 2, 2, 8, 4>(x, ldx, w, Bf16Weight{}, e, stream);
 }
 
 cudaError_t int4_dequantize(const Int4Weight& w, bf16* out, cudaStream_t stream) {
@@ -554,6 +600,7 @@ cudaError_t bf16_gemm(const bf16* x, int m, int ldx, const Bf16Weight& w, Epilog
   EpiArgs e{int(ep), out, w.n, m};
   if (m <= 0) return cudaSuccess;
   if (m <= 16) return launch_tile<false, 4, 1, 2, 2, 4>(x, ldx, Int4Weight{}, w, e, stream);
+  if (m >= 64 && g_tc_path == 0) return launch_wgmma_bf16(x, ldx, w, e, stream);
   return launch_tile<false, 2, 4, 4, 4, 3>(x, ldx, Int4Weight{}, w, e, stream);
 }
 

@@ -88,7 +88,8 @@ size_t w4a16_workspace_bytes(int m, const Int4Weight& w);
 
 // x: bf16 [m, ldx] (ldx % 8 == 0, 16-byte aligned), first w.k columns used.
 // m ≤ 16: weight-streaming decode kernel (split-K, one pass over the weights).
-// m > 16: tensor-core tile kernel (128×128 tiles, mma.sync bf16, INT4 dequantized in registers).
+// m ≥ 64: sm_90a wgmma kernel (128×128 tiles, INT4 dequantized into wgmma A registers);
+// 16 < m < 64: mma.sync tile kernel (128×128 tiles).
 // Returns cudaSuccess or the launch error.
 cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilogue ep,
                        const GemmOut& out, void* workspace, size_t workspace_bytes,
@@ -97,6 +98,10 @@ cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilo
 // Dequantizes a repacked INT4 weight to bf16 [n][k] (row stride k); for benchmarks (the
 // dequantize-then-cuBLAS baseline) and debugging. Value = bf16((code − z)·s) as the kernels use.
 cudaError_t int4_dequantize(const Int4Weight& w, bf16* out, cudaStream_t stream);
+
+// For tests and benchmarks: 0 (default) = m ≥ 64 runs the sm_90a wgmma kernels
+// (gemm_sm90.cu); 1 = the mma.sync tile kernels for every m > 16. Not thread-safe.
+void gemm_set_tensor_core_path(int path);
 
 // Same contract with BF16 weights (BF16 path, LM head). m ≤ 16 uses a 16-token tile variant.
 cudaError_t bf16_gemm(const bf16* x, int m, int ldx, const Bf16Weight& w, Epilogue ep,

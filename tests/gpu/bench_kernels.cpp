@@ -19,6 +19,8 @@
 
 using namespace g4c::cuda;
 
+cudaError_t bench_copy16(const void* src, void* dst, size_t bytes, cudaStream_t stream);  // bench_copy.cu
+
 #define CK(x)                                                                              \
   do {                                                                                     \
     cudaError_t e_ = (x);                                                                  \
@@ -134,8 +136,11 @@ void bench_ceilings() {
   CK(dmalloc(&b, bytes));
   fill_random(a, 64 << 20, 1, false);
   double ms = time_graph([&](int) { CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, g_stream)); }, 5);
+  std::printf("cudaMemcpyAsync D2D 1 GiB (graph memcpy node): %.3f ms -> %.0f GB/s (read+write)\n", ms,
+              2.0 * bytes / (ms * 1e-3) / 1e9);
+  ms = time_graph([&](int) { CK(bench_copy16(a, b, bytes, g_stream)); }, 5);
   g_copy_gbs = 2.0 * bytes / (ms * 1e-3) / 1e9;
-  std::printf("ceiling copy D2D 1 GiB: %.3f ms  -> %.0f GB/s (read+write)\n", ms, g_copy_gbs);
+  std::printf("ceiling copy kernel 1 GiB (16-byte loads/stores): %.3f ms -> %.0f GB/s (read+write)\n", ms, g_copy_gbs);
   CK(cudaFree(a));
   CK(cudaFree(b));
   if (g_blas.ok()) {
@@ -217,10 +222,21 @@ PackedSet make_packed(const Shape& s, int group, bool asym, size_t min_total) {
 
 void bench_decode_gemm() {
   std::printf("\n== W4A16 decode GEMM (sym INT4 g128; bytes = qweight+scales+x+y; copy ceiling %.0f GB/s)\n", g_copy_gbs);
-  std::printf("%-24s %4s %10s %10s %8s\n", "shape", "M", "us", "GB/s", "%copy");
+  std::printf("(%%copy-same: vs the copy kernel moving the same bytes, L2 rotated the same way)\n");
+  std::printf("%-24s %4s %10s %10s %8s %12s %10s\n", "shape", "M", "us", "GB/s", "%copy", "copy-same us", "%copy-same");
   const int Ms[] = {1, 2, 4, 8, 16};
+  const size_t pool_bytes = size_t(512) << 20;
+  char* pool;
+  CK(dmalloc(&pool, pool_bytes));
+  CK(cudaMemset(pool, 1, pool_bytes));
   for (const Shape& s : kShapes) {
     PackedSet p = make_packed(s, 128, false, size_t(400) << 20);
+    const size_t half = (p.weight_bytes / 2 + 15) & ~size_t(15);
+    const int ncopy = int(pool_bytes / (2 * half));
+    const double tcopy = time_graph([&](int i) {
+      char* src = pool + size_t(i % ncopy) * 2 * half;
+      CK(bench_copy16(src, src + half, half, g_stream));
+    }, std::max(std::min(ncopy, 200), 20));
     const int rows = s.gate_up ? 2 * s.n : s.n;
     const int out_cols = s.gate_up ? s.n : s.n;
     bf16 *x, *y;
@@ -241,18 +257,22 @@ void bench_decode_gemm() {
       }, std::max(copies, 20));
       const double bytes = double(p.weight_bytes) + 2.0 * m * s.k + 2.0 * m * out_cols;
       const double gbs = bytes / (ms * 1e-3) / 1e9;
-      std::printf("%-24s %4d %10.2f %10.0f %7.1f%%\n", s.name, m, ms * 1e3, gbs, 100 * gbs / g_copy_gbs);
+      std::printf("%-24s %4d %10.2f %10.0f %7.1f%% %12.2f %9.1f%%\n", s.name, m, ms * 1e3, gbs,
+                  100 * gbs / g_copy_gbs, tcopy * 1e3, 100 * tcopy / ms);
       if (ws) cudaFree(ws);
     }
     cudaFree(x); cudaFree(y); cudaFree(p.mem);
   }
+  cudaFree(pool);
 }
 
 void bench_prefill_gemm() {
   const int M = 2048;
   std::printf("\n== GEMM M=%d (TFLOP/s = 2·M·N·K / t; cuBLAS ceiling %.0f)\n", M, g_blas_tflops);
-  std::printf("%-24s %9s %8s | %9s %8s | %9s %9s | %9s\n", "shape", "w4a16 us", "TFLOP/s",
-              "bf16 us", "TFLOP/s", "cuBLAS us", "deq+cuBL", "cuBL TF/s");
+  std::printf("(w4a16/bf16: sm_90a wgmma kernels; mma: the mma.sync tile kernels; deq+cuBL: our naive\n"
+              " dequantize kernel + cuBLAS on the bf16 weights; cuBLAS: GEMM alone on dequantized weights)\n");
+  std::printf("%-24s %9s %8s | %9s %8s | %8s %8s | %9s %9s | %9s\n", "shape", "w4a16 us", "TFLOP/s",
+              "bf16 us", "TFLOP/s", "mma-w4 TF", "mma-bf TF", "cuBLAS us", "deq+cuBL", "cuBL TF/s");
   for (const Shape& s : kShapes) {
     const int rows = s.gate_up ? 2 * s.n : s.n;
     PackedSet p = make_packed(s, 128, false, 0);
@@ -270,13 +290,18 @@ void bench_prefill_gemm() {
     CK(int4_dequantize(p.w[0], wd, g_stream));
     Bf16Weight bw{wd, rows, s.k, s.k, s.gate_up};
     double tb = time_graph([&](int) { CK(bf16_gemm(x, M, s.k, bw, ep, o, g_stream)); }, 10);
+    gemm_set_tensor_core_path(1);
+    double t4m = time_graph([&](int) { CK(w4a16_gemm(x, M, s.k, p.w[0], ep, o, nullptr, 0, g_stream)); }, 10);
+    double tbm = time_graph([&](int) { CK(bf16_gemm(x, M, s.k, bw, ep, o, g_stream)); }, 10);
+    gemm_set_tensor_core_path(0);
     double tc = 0, tdc = 0;
     if (g_blas.ok()) {
       tc = time_graph([&](int) { g_blas.run(x, wd, y, M, rows, s.k); }, 10);
       tdc = time_graph([&](int) { CK(int4_dequantize(p.w[0], wd, g_stream)); g_blas.run(x, wd, y, M, rows, s.k); }, 10);
     }
-    std::printf("%-24s %9.1f %8.0f | %9.1f %8.0f | %9.1f %9.1f | %9.0f\n", s.name, t4 * 1e3,
-                flops / (t4 * 1e-3) / 1e12, tb * 1e3, flops / (tb * 1e-3) / 1e12, tc * 1e3,
+    std::printf("%-24s %9.1f %8.0f | %9.1f %8.0f | %8.0f %8.0f | %9.1f %9.1f | %9.0f\n", s.name, t4 * 1e3,
+                flops / (t4 * 1e-3) / 1e12, tb * 1e3, flops / (tb * 1e-3) / 1e12,
+                flops / (t4m * 1e-3) / 1e12, flops / (tbm * 1e-3) / 1e12, tc * 1e3,
                 tdc * 1e3, tc > 0 ? flops / (tc * 1e-3) / 1e12 : 0.0);
     cudaFree(x); cudaFree(y); cudaFree(wd); cudaFree(p.mem);
   }
@@ -380,7 +405,7 @@ void bench_attention() {
         CK(cudaMemcpy(dcl, cl.data(), cl.size() * 4, cudaMemcpyHostToDevice));
         AttnBatch b;
         b.num_requests = B; b.q_start = dqs; b.ctx_len = dcl; b.total_q = B; b.max_q_len = 1; b.max_kv_len = ctxlen + 1;
-        const int splits = attention_num_splits(b, L.hq, L.hkv, L.d);
+        const int splits = attention_num_splits(b, L.hq, L.hkv, L.d, L.window);
         const size_t wsb = attention_workspace_bytes(b, L.hq, L.d, splits);
         void* ws = nullptr;
         if (wsb) CK(dmalloc(&ws, wsb));
@@ -406,6 +431,7 @@ void bench_attention() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // argv[1]: "all" or a comma list of decode, prefill, lmhead, attention.
   std::string only = argc > 1 ? argv[1] : "all";
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
@@ -418,9 +444,10 @@ int main(int argc, char** argv) {
   CK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
   g_blas.init();
   bench_ceilings();
-  if (only == "all" || only == "decode") bench_decode_gemm();
-  if (only == "all" || only == "prefill") bench_prefill_gemm();
-  if (only == "all" || only == "lmhead") bench_lm_head();
-  if (only == "all" || only == "attention") bench_attention();
+  auto want = [&](const char* m) { return only == "all" || only.find(m) != std::string::npos; };
+  if (want("decode")) bench_decode_gemm();
+  if (want("prefill")) bench_prefill_gemm();
+  if (want("lmhead")) bench_lm_head();
+  if (want("attention")) bench_attention();
   return 0;
 }

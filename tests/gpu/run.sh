@@ -3,7 +3,8 @@
 # table last. Usage: tests/gpu/run.sh [BIN_DIR] [OUT_DIR]
 #   BIN_DIR: holds g4c_gpu_kernels_test and g4c_gpu_kernels_bench (default build/tests/bin)
 #   OUT_DIR: logs (default $OUT, else /tmp/g4c-gpu)
-# Env: G4C_SKIP_SANITIZER=1 skips compute-sanitizer; G4C_BENCH=<all|decode|prefill|lmhead|attention>.
+# Env: G4C_SKIP_SANITIZER=1 skips compute-sanitizer; G4C_BENCH=<all|decode|prefill|lmhead|attention>;
+#      G4C_NCU=1 adds Nsight Compute profiles of the hot kernels (ncu_*.txt).
 set -uo pipefail
 BIN=${1:-build/tests/bin}
 OUTD=${2:-${OUT:-/tmp/g4c-gpu}}
@@ -40,6 +41,22 @@ echo "== benchmarks"
 "$B" "${G4C_BENCH:-all}" > "$OUTD/bench.log" 2>&1
 rc_bench=$?
 cat "$OUTD/bench.log"
+
+if [ "${G4C_NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
+  echo "== ncu (one launch of each hot kernel; --clock-control none)"
+  prof() {  # name mode mangled-kernel-regex
+    ncu --clock-control none --kernel-name-base mangled -k "regex:$3" -c 1 \
+      --section SpeedOfLight --section Occupancy --section WarpStateStats --section LaunchStats \
+      --section MemoryWorkloadAnalysis "$B" "$2" > "$OUTD/ncu_$1.txt" 2>&1
+    echo "-- $1"; grep -E "^    (Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per Thread|Grid Size|Block Size|Warp Cycles Per Issued Instruction|Theoretical Occupancy)" "$OUTD/ncu_$1.txt" | head -12
+  }
+  prof decode_gemm decode 'w4_decode_kernelILi1ELi8E'
+  prof wgmma_int4 prefill 'wgmma_gemm_kernelILb1E'
+  prof tile_int4 prefill 'tile_gemm_kernelILb1E'
+  prof tile_bf16 prefill 'tile_gemm_kernelILb0ELi2E'
+  prof attn_prefill256 attention 'attn_kernelILi256ELi256ELi4E'
+  prof attn_decode256 attention 'attn_kernelILi256ELi256ELi1E'
+fi
 
 echo
 echo "================ summary ================"

@@ -146,7 +146,7 @@ void run_attn(const AttnCase& c) {
   b.total_q = total_q;
   b.max_q_len = max_q;
   b.max_kv_len = max_kv;
-  const int splits = c.splits > 0 ? c.splits : cuda::attention_num_splits(b, c.hq, c.hkv, c.d);
+  const int splits = c.splits > 0 ? c.splits : cuda::attention_num_splits(b, c.hq, c.hkv, c.d, c.window);
   const size_t wsb = cuda::attention_workspace_bytes(b, c.hq, c.d, splits);
   DevBuf<uint8_t> ws(std::max<size_t>(wsb, 1));
   poison(dout.p, dout.bytes());

@@ -170,6 +170,7 @@ TEST(GpuW4A16, DecodeSplitK) {
   // n small, k large → many k splits with the last-block reduction.
   run_int4({3, 64, 4096, 128, false, true, Epilogue::Store}, kInt4Bound);
   run_int4({8, 130, 15360, 128, true, false, Epilogue::Store}, kInt4Bound);
+  run_int4({12, 72, 6000, 64, true, true, Epilogue::ResidualAdd}, kInt4Bound);  // G 64, k tail
 }
 
 TEST(GpuW4A16, DecodeGateUp) {
@@ -178,12 +179,30 @@ TEST(GpuW4A16, DecodeGateUp) {
   run_int4({1, 40, 256, 128, false, false, Epilogue::GeluMul}, kGeluBound);
 }
 
-TEST(GpuW4A16, PrefillTiles) {
-  G4C_REQUIRE_GPU();
+void prefill_cases() {
   run_int4({77, 300, 776, 128, true, true, Epilogue::ResidualAdd}, kInt4Bound);  // m, n tails
   run_int4({130, 1024, 2048, 128, false, true, Epilogue::Store}, kInt4Bound);
   run_int4({17, 64, 200, 64, false, false, Epilogue::Store}, kInt4Bound);       // smallest tile m
   run_int4({200, 264, 1024, 64, true, false, Epilogue::GeluMul}, kGeluBound);
+  run_int4({64, 136, 328, 64, false, true, Epilogue::Store}, kInt4Bound);       // m = 64 exactly
+}
+
+// Restores the default kernel choice when a test leaves.
+struct TcPath {
+  explicit TcPath(int p) { cuda::gemm_set_tensor_core_path(p); }
+  ~TcPath() { cuda::gemm_set_tensor_core_path(0); }
+};
+
+TEST(GpuW4A16, PrefillTilesWgmma) {  // default: m ≥ 64 → sm_90a wgmma kernel
+  G4C_REQUIRE_GPU();
+  TcPath p(0);
+  prefill_cases();
+}
+
+TEST(GpuW4A16, PrefillTilesMmaSync) {
+  G4C_REQUIRE_GPU();
+  TcPath p(1);
+  prefill_cases();
 }
 
 // ---------------------------------------------------------------- BF16 weights
@@ -236,8 +255,18 @@ void run_bf16(const Bf16Case& c, double bound) {
   std::fprintf(stderr, "[bf16] %s rel_err %.3e\n", nm, err);
 }
 
+void bf16_cases();
 TEST(GpuBf16Gemm, ShapesAndEpilogues) {
   G4C_REQUIRE_GPU();
+  TcPath p(0);
+  bf16_cases();
+}
+TEST(GpuBf16Gemm, ShapesAndEpiloguesMmaSync) {
+  G4C_REQUIRE_GPU();
+  TcPath p(1);
+  bf16_cases();
+}
+void bf16_cases() {
   // bf16 products are exact in fp32; only fp32 accumulation (~k·2^-24) and the final bf16
   // rounding (RMS ≈ 1.1e-3) remain: 4e-3 for bf16 outputs.
   run_bf16({1, 1000, 264, Epilogue::Store}, 4e-3);
@@ -247,6 +276,8 @@ TEST(GpuBf16Gemm, ShapesAndEpilogues) {
   // fp32 logits: no output rounding; fp32 accumulation error ≤ ~1e-6 relative → 1e-4.
   run_bf16({3, 777, 264, Epilogue::SoftcapF32}, 1e-4);
   run_bf16({40, 2000, 64, Epilogue::SoftcapF32}, 1e-4);
+  run_bf16({300, 520, 136, Epilogue::SoftcapF32}, 1e-4);  // m ≥ 64: wgmma path by default
+  run_bf16({257, 136, 1000, Epilogue::Store}, 4e-3);
 }
 
 }  // namespace

@@ -1,0 +1,49 @@
+// GEMM epilogue shared by the GEMM kernels (gemm.cu, gemm_sm90.cu). Only included from .cu.
+#pragma once
+
+#include "runtime/cuda/common.cuh"
+#include "runtime/cuda/gemm.cuh"
+
+namespace g4c::cuda::detail {
+
+struct EpiArgs {
+  int ep;
+  GemmOut o;
+  int n;  // packed rows
+  int m;
+};
+
+// One output element (packed row `prow`, token `tok`); for GeluMul call with the gate row value
+// `v` and the up value `vu`, prow = the gate row.
+__device__ __forceinline__ void epi_write(const EpiArgs& e, int prow, int tok, float v, float vu) {
+  if (tok >= e.m) return;
+  switch (e.ep) {
+    case 2: {  // GeluMul
+      const int j = (prow >> 4) * 8 + (prow & 7);
+      if (j >= e.n / 2) return;
+      static_cast<bf16*>(e.o.y)[long(tok) * e.o.ldy + j] = __float2bfloat16(gelu_tanh(v) * vu);
+      return;
+    }
+    case 3:
+      if (prow < e.n)
+        static_cast<float*>(e.o.y)[long(tok) * e.o.ldy + prow] =
+            e.o.softcap > 0.f ? e.o.softcap * tanhf(v / e.o.softcap) : v;
+      return;
+    case 1:
+      if (prow < e.n) {
+        const float r = __bfloat162float(e.o.residual[long(tok) * e.o.ldr + prow]);
+        static_cast<bf16*>(e.o.y)[long(tok) * e.o.ldy + prow] = __float2bfloat16(v + r);
+      }
+      return;
+    default:
+      if (prow < e.n) static_cast<bf16*>(e.o.y)[long(tok) * e.o.ldy + prow] = __float2bfloat16(v);
+  }
+}
+
+// sm_90a wgmma kernels (gemm_sm90.cu), used for m ≥ 64.
+cudaError_t launch_wgmma_int4(const bf16* x, int ldx, const Int4Weight& w, const EpiArgs& e,
+                              cudaStream_t stream);
+cudaError_t launch_wgmma_bf16(const bf16* x, int ldx, const Bf16Weight& w, const EpiArgs& e,
+                              cudaStream_t stream);
+
+}  // namespace g4c::cuda::detail
