@@ -102,7 +102,7 @@ void fill(const TensorSpec& t, const ModelConfig& c, uint64_t tensor_seed, int64
   const int64_t n = (r1 - r0) * t.cols;
   switch (t.init) {
     case Init::Embedding: {
-      const float sd = 1.0f / std::sqrt(std::sqrt(float(c.hidden_size)));  // variance 1/sqrt(H)
+      const float sd = 1.0f / std::sqrt(std::sqrt(float(c.hidden_size)));  // std H^(-1/4), see synth.h
       for (int64_t i = 0; i < n; ++i) out[i] = sd * normal(s);
       break;
     }

@@ -6,11 +6,17 @@
 //
 // Weights are seeded and deterministic (independent of the thread count) and scaled
 // so activations stay O(1) through all layers:
-//   embedding     N(0, 1/sqrt(H))        → E[ids]*sqrt(H) has unit RMS
+//   embedding     N(0, std H^(-1/4))     → E[ids]*sqrt(H) has RMS H^(1/4) (7.9 for 12B)
+//                                          and tied logits have std ≈ H^(1/4): confident
+//                                          next-token distributions, so greedy comparisons
+//                                          rarely sit on near-ties
 //   Linear [o,i]  N(0, 1) / sqrt(i)      → outputs keep the RMS of their inputs
 //   layer norms   1 + 0.05 N(0,1)        (Gemma 4 uses w as is, not 1+w)
 //   q_norm/k_norm D^(-1/4) (1 + 0.05 N)  → q·k logits (scale 1.0) have std ≈ 1
 //   layer_scalar  1 + 0.05 U(-1, 1)
+// Measured with HF transformers 5.17 on the 12B synth (seed 1, 2×300 random ids): 0
+// missing/unexpected keys, hidden-state RMS 7.9 → 12.9 over the 48 layers, all finite,
+// logits std 7.4, mean top-1 probability 0.91.
 // The normal variates are Irwin–Hall sums of four uniforms (one 64-bit draw each),
 // which is plenty for synthetic weights and fast enough for 31B.
 #pragma once

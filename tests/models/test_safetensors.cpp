@@ -32,7 +32,10 @@ void write_file(const fs::path& p, const std::string& bytes) {
   std::ofstream(p, std::ios::binary) << bytes;
 }
 
-std::string with_len(const std::string& header, const std::string& data) {
+// Pads the header with spaces to a multiple of 8, as safetensors writers do, so the
+// data section (and the F32/I64 values in it) is aligned.
+std::string with_len(std::string header, const std::string& data) {
+  while (header.size() % 8) header.push_back(' ');
   std::string out(8, '\0');
   uint64_t n = header.size();
   for (int i = 0; i < 8; ++i) out[i] = char((n >> (8 * i)) & 0xff);
