@@ -77,6 +77,10 @@ Device::Device(const DeviceOptions& o) : opts_(o) {
     CUgreenCtx g{};
     drv(cuGreenCtxCreate_p(&g, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM), "cuGreenCtxCreate");
     green_ = g;
+    G4C_DRV(cuCtxGetCurrent);
+    CUcontext prev{};
+    drv(cuCtxGetCurrent_p(&prev), "cuCtxGetCurrent");
+    prev_ctx_ = prev;
     CUcontext ctx{};
     drv(cuCtxFromGreenCtx_p(&ctx, g), "cuCtxFromGreenCtx");
     drv(cuCtxSetCurrent_p(ctx), "cuCtxSetCurrent(green)");
@@ -103,6 +107,10 @@ Device::~Device() {
     try {
       G4C_DRV(cuStreamDestroy);
       G4C_DRV(cuGreenCtxDestroy);
+      G4C_DRV(cuCtxSetCurrent);
+      // Back to the context that was current before (the primary one), so later CUDA calls
+      // of this thread do not land in a destroyed context.
+      cuCtxSetCurrent_p(static_cast<CUcontext>(prev_ctx_));
       cuStreamDestroy_p(reinterpret_cast<CUstream>(stream_));
       cuStreamDestroy_p(reinterpret_cast<CUstream>(copy_stream_));
       cuGreenCtxDestroy_p(static_cast<CUgreenCtx>(green_));

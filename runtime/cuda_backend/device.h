@@ -50,6 +50,7 @@ class Device {
   cudaStream_t stream_ = nullptr;
   cudaStream_t copy_stream_ = nullptr;
   void* green_ = nullptr;  // CUgreenCtx
+  void* prev_ctx_ = nullptr;  // CUcontext current before the green one (restored at destruction)
   int sms_ = 0;
   std::string name_;
   size_t total_ = 0, context_bytes_ = 0, peak_ = 0;

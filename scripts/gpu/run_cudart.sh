@@ -1,0 +1,47 @@
+#!/bin/bash
+# The CUDA runtime's checks on the GPU host (builds nothing there; scripts/gpu/pack_cudart.sh
+# packs the binaries and inputs into .devpack-cudart/). Run from the repository root:
+#   bash .devpack-cudart/run_cudart.sh [tiny|all]
+#  tiny: g4c_gpu_runtime_test (tiny model vs HF bf16 goldens, greedy goldens, INT4 vs CPU,
+#        green-context emulation, budget, graphs, trace)
+#  all:  + g4c_cudart_bench: synthetic gemma4-12b INT4 g128 checkpoint (seed 0), then
+#        performance_public (pre-tokenized) with --ignore-eos, emulated 1g.10gb and full H200,
+#        both under the 9984 MiB budget.
+# Logs and JSON summaries go to $OUT (or /tmp/g4c-cudart). Env: BATCH (default 4: 12B INT4
+# weights + context leave room for 4 rings of 1279 slots × 40 sliding layers in 9984 MiB).
+set -uo pipefail
+P=.devpack-cudart
+O=${OUT:-/tmp/g4c-cudart}
+mkdir -p "$O"
+BIN=/tmp/g4c-cudart-bin
+mkdir -p "$BIN"
+for b in g4c_gpu_runtime_test g4c_cudart_bench; do
+  gzip -dc "$P/$b.gz" > "$BIN/$b" && chmod +x "$BIN/$b"
+done
+export G4C_SOURCE_DIR=$PWD G4C_SHARED_DIR=$PWD/$P/shared
+nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader
+date -u
+echo "== tiny model tests"
+# The green-context test runs in its own process: one context kind per process, as in g4c run.
+timeout "${TESTS_T:-150}" "$BIN/g4c_gpu_runtime_test" --gtest_filter='-*Emulated*' > "$O/tiny_tests.log" 2>&1
+echo "tests rc=$?"
+timeout 60 "$BIN/g4c_gpu_runtime_test" --gtest_filter='*Emulated*' >> "$O/tiny_tests.log" 2>&1
+echo "emulated test rc=$?"
+grep -E "measured|^\[ +(OK|FAILED|SKIPPED|PASSED) +\]|Failure|error|Expected|Which is|actual" "$O/tiny_tests.log" | head -80
+if [ "${1:-tiny}" = all ]; then
+  M=/tmp/g4c-12b-int4
+  echo "== synth gemma4-12b int4"
+  date -u
+  timeout "${SYNTH_T:-120}" "$BIN/g4c_cudart_bench" synth "$M" > "$O/synth.log" 2>&1
+  echo "synth rc=$?"; tr '\r' '\n' < "$O/synth.log" | tail -2
+  for mode in emulated full; do
+    date -u
+    extra=(--emulate 1g.10gb --label emulated_1g.10gb)
+    [ $mode = full ] && extra=(--budget 9984MiB --label full_h200 --trace "$O/trace_full.json")
+    timeout "${RUN_T:-150}" "$BIN/g4c_cudart_bench" run "$M" "$P/perf_public_ids.jsonl" --ignore-eos \
+      --batch "${BATCH:-4}" "${extra[@]}" > "$O/$mode.json" 2> "$O/$mode.err"
+    echo "$mode rc=$?"; tail -3 "$O/$mode.err"; cat "$O/$mode.json"
+  done
+  [ -f "$O/trace_full.json" ] && gzip -f "$O/trace_full.json"
+fi
+date -u
