@@ -178,7 +178,7 @@ TEST(Synth, Gemma12BInt4HeaderOnly) {
   fs::remove_all(d);
 }
 
-TEST(Synth, CliTinyBf16) {
+TEST(Synth, CliTinyInt4Asymmetric) {
   const char* b = std::getenv("G4C_BINARY_DIR");
   fs::path exe = fs::path(b ? b : ".") / "bin" / "g4c";
   if (!fs::exists(exe)) GTEST_SKIP() << "g4c not built (G4C_ENABLE_MLIR=OFF)";
