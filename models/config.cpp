@@ -216,6 +216,13 @@ ModelConfig parse_model_config(const json& config, const std::string& file) {
     f.fail("hidden_size_per_layer_input", "is " + std::to_string(cfg.hidden_size_per_layer_input) +
                                               ": per-layer inputs (PLE) are not supported, only 0");
   if (f.boolean_or("enable_moe_block", false)) f.fail("enable_moe_block", "is true: MoE models are not supported");
+  if (f.boolean_or("attention_bias", false)) f.fail("attention_bias", "is true: biased projections are not supported");
+  if (f.boolean_or("use_double_wide_mlp", false)) f.fail("use_double_wide_mlp", "is true: not supported");
+  if (f.has("hidden_activation")) {
+    std::string act = f.string("hidden_activation");
+    if (act != "gelu_pytorch_tanh" && act != "gelu_tanh")
+      f.fail("hidden_activation", "is '" + act + "': only gelu_pytorch_tanh is supported");
+  }
   if (f.non_negative_or("num_kv_shared_layers", 0) != 0)
     f.fail("num_kv_shared_layers", "is non-zero: KV-shared layers are not supported");
   cfg.max_position_embeddings = f.non_negative_or("max_position_embeddings", 0);

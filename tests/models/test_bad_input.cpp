@@ -96,6 +96,12 @@ TEST_F(BadInput, ConfigIllTypedField) {
   j = tiny();
   j["hidden_size_per_layer_input"] = 256;
   expect_error([&] { parse_model_config(j, "c.json"); }, "c.json", "PLE");
+  j = tiny();
+  j["hidden_activation"] = "gelu";
+  expect_error([&] { parse_model_config(j, "c.json"); }, "c.json", "'hidden_activation' is 'gelu'");
+  j = tiny();
+  j["attention_bias"] = true;
+  expect_error([&] { parse_model_config(j, "c.json"); }, "c.json", "'attention_bias' is true");
 }
 
 TEST_F(BadInput, ConfigNestedFieldNamesPath) {
