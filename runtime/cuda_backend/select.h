@@ -1,0 +1,69 @@
+// Backend selection from CLI flags (--device, --emulate, --budget, --trace), header-only so
+// tools compile with or without CUDA: G4C_HAVE_CUDA_BACKEND is defined for whoever links
+// g4c_cuda_backend (runtime/cuda_backend/CMakeLists.txt).
+//
+//   runtime::DeviceFlags dev;  (CLI options fill it)
+//   auto engine = Engine::open(dir, plan, options, runtime::backend_for_flags(dev, dir));
+//   runtime::add_device_summary(engine->backend(), summary_json);
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "models/error.h"
+#include "runtime/backend.h"
+#ifdef G4C_HAVE_CUDA_BACKEND
+#include "runtime/cuda_backend/cuda_backend.h"
+#endif
+
+namespace g4c::runtime {
+
+struct DeviceFlags {
+  std::string device = "cpu";     // cpu | cuda
+  std::string emulate;            // "" | 1g.10gb (cuda only)
+  std::string budget = "9984MiB"; // whole-process device bytes (cuda only); "0" = none
+  std::string trace;              // Chrome-trace JSON path (cuda only)
+};
+
+// nullptr for the CPU backend (Engine::open's default).
+inline std::unique_ptr<Backend> backend_for_flags(const DeviceFlags& f, const std::filesystem::path& model_dir) {
+  if (f.device == "cpu") {
+    if (!f.emulate.empty()) throw Error("--emulate needs --device cuda");
+    if (!f.trace.empty()) throw Error("--trace is implemented for --device cuda only");
+    return nullptr;
+  }
+  if (f.device != "cuda") throw Error("--device: expected cpu or cuda, got '" + f.device + "'");
+#ifdef G4C_HAVE_CUDA_BACKEND
+  CudaOptions co;
+  co.model_dir = model_dir;
+  co.emulate = f.emulate;
+  co.budget_bytes = parse_budget(f.budget);
+  co.trace_path = f.trace;
+  return make_cuda_backend(co);
+#else
+  (void)model_dir;
+  throw Error("--device cuda: this g4c was built without the CUDA backend");
+#endif
+}
+
+// Adds the device fields to a run summary (peak device bytes of the whole process, device,
+// emulation, graphs) when `b` is the CUDA backend; nothing otherwise.
+inline void add_device_summary(const Backend& b, nlohmann::json& summary) {
+#ifdef G4C_HAVE_CUDA_BACKEND
+  if (std::string(b.name()) != "cuda") return;
+  const CudaInfo i = cuda_info(b);
+  summary["peak_device_bytes"] = i.peak_device_bytes;
+  summary["device"] = i.device;
+  summary["emulation"] = i.emulation.empty() ? nlohmann::json(nullptr) : nlohmann::json(i.emulation);
+  summary["budget_bytes"] = i.budget_bytes;
+  summary["cuda_graphs"] = {{"captured", i.graphs_captured}, {"replays", i.graph_replays}, {"eager_steps", i.eager_steps}};
+#else
+  (void)b;
+  (void)summary;
+#endif
+}
+
+}  // namespace g4c::runtime

@@ -1,0 +1,43 @@
+// Backend selection from CLI flags (runtime/cuda_backend/select.h): CPU by default, clear
+// errors for bad combinations, and --device cuda either builds the CUDA backend or (built
+// without CUDA) says so. Runs without a GPU.
+#include <gtest/gtest.h>
+
+#include "models/error.h"
+#include "runtime/cuda_backend/select.h"
+
+using namespace g4c;
+
+TEST(DeviceFlags, CpuIsTheDefaultAndTakesNoCudaOptions) {
+  runtime::DeviceFlags f;
+  EXPECT_EQ(runtime::backend_for_flags(f, "unused"), nullptr);
+  f.emulate = "1g.10gb";
+  EXPECT_THROW(runtime::backend_for_flags(f, "unused"), Error);
+  f.emulate.clear();
+  f.trace = "t.json";
+  EXPECT_THROW(runtime::backend_for_flags(f, "unused"), Error);
+}
+
+TEST(DeviceFlags, UnknownDeviceIsAnError) {
+  runtime::DeviceFlags f;
+  f.device = "tpu";
+  try {
+    runtime::backend_for_flags(f, "unused");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tpu"), std::string::npos);
+  }
+}
+
+TEST(DeviceFlags, CudaWithoutADeviceOrBuildIsAnError) {
+  runtime::DeviceFlags f;
+  f.device = "cuda";
+#ifdef G4C_HAVE_CUDA_BACKEND
+  if (runtime::cuda_device_available()) GTEST_SKIP() << "a device is present (covered by the gpu tests)";
+  EXPECT_THROW(runtime::backend_for_flags(f, "unused"), Error);  // "no CUDA device is available"
+  f.budget = "lots";
+  EXPECT_THROW(runtime::backend_for_flags(f, "unused"), Error);  // bad --budget before any device work
+#else
+  EXPECT_THROW(runtime::backend_for_flags(f, "unused"), Error);  // built without CUDA
+#endif
+}
