@@ -137,8 +137,8 @@ __global__ void dequant_kernel(Int4Weight w, bf16* __restrict__ out) {
 // last block of a column (atomic ticket) sums them and runs the epilogue.
 constexpr int kDecodeRows = kDecodeWarps * 16;
 
-template <int MT, int U>
-__global__ void __launch_bounds__(kDecodeWarps * 32, 2)
+template <int MT, int U, int MINB>
+__global__ void __launch_bounds__(kDecodeWarps * 32, MINB)
     w4_decode_kernel(const bf16* __restrict__ x, int ldx, Int4Weight w, EpiArgs e,
                      float* __restrict__ ws, int* __restrict__ counters, int cps) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -477,6 +477,9 @@ cudaError_t launch_tile(const bf16* x, int ldx, const Int4Weight& w4, const Bf16
   return cudaGetLastError();
 }
 
+int g_decode_variant = 0;  // 0: 8 loads in flight/lane, 2 blocks/SM; 1: 4 loads, 3 blocks/SM
+int g_tc_path = 0;  // 0: wgmma (128-token tiles) for m ≥ 64; 1: mma.sync only; 2: wgmma 256
+
 struct DecodePlan {
   int nblk, cps, splits;
 };
@@ -499,18 +502,28 @@ DecodePlan decode_plan(int m, const Int4Weight& w) {
   const int cpg = w.group / 64;  // splits hold whole groups
   const int cap = std::max(cpg, (kDecodeSmemAct / (2 * mrows) - 8) / 64 / cpg * cpg);
   int splits = (kc_n + cap - 1) / cap;
-  const int par = std::max(1, (2 * num_sms()) / p.nblk);
+  const int par = std::max(1, ((g_decode_variant == 1 ? 3 : 2) * num_sms()) / p.nblk);
   splits = std::max(splits, std::min(par, std::max(1, kc_n / (2 * cpg))));
   p.cps = ((kc_n + splits - 1) / splits + cpg - 1) / cpg * cpg;
   p.splits = (kc_n + p.cps - 1) / p.cps;
   return p;
 }
 
-int g_tc_path = 0;  // 0: wgmma for m ≥ 64; 1: mma.sync tile kernels only
 
 }  // namespace
 
 void gemm_set_tensor_core_path(int path) { g_tc_path = path; }
+
+namespace {
+// Tokens per wgmma block. Measured on the H200 (BENCHMARKS.md): 256-token tiles win for long k
+// or wide n (BF16 down, full o, gate+up: +8–50%), 128 for the 3840→4096-class shapes.
+int wgmma_tile(int m, int n, int k) {
+  if (g_tc_path == 2) return 256;
+  if (g_tc_path == 3) return 128;
+  return (m >= 256 && (k >= 8192 || n >= 16384)) ? 256 : 128;
+}
+}  // namespace
+void gemm_set_decode_variant(int v) { g_decode_variant = v; }
 
 size_t int4_repacked_bytes(int n, int k, int group, bool asymmetric) {
   const int kp = (k + group - 1) / group * group;
@@ -579,13 +592,19 @@ cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilo
     const int mrows = std::min(m, 16);
     const size_t smem = size_t(mrows) * (p.cps * 64 + 8) * 2 +
                         size_t((mrows * (p.cps / (w.group / 64)) + 3) & ~3) * 4 + kDecodeRows * 16 * 4;
-    if (m <= 8)
-      w4_decode_kernel<1, 8><<<grid, kDecodeWarps * 32, smem, stream>>>(x, ldx, w, e, ws, counters, p.cps);
+    if (m <= 8 && g_decode_variant == 1)
+      w4_decode_kernel<1, 4, 3><<<grid, kDecodeWarps * 32, smem, stream>>>(x, ldx, w, e, ws, counters, p.cps);
+    else if (m <= 8)
+      w4_decode_kernel<1, 8, 2><<<grid, kDecodeWarps * 32, smem, stream>>>(x, ldx, w, e, ws, counters, p.cps);
     else
-      w4_decode_kernel<2, 4><<<grid, kDecodeWarps * 32, smem, stream>>>(x, ldx, w, e, ws, counters, p.cps);
+      w4_decode_kernel<2, 4, 2><<<grid, kDecodeWarps * 32, smem, stream>>>(x, ldx, w, e, ws, counters, p.cps);
     return cudaGetLastError();
   }
-  if (m >= 64 && g_tc_path == 0) return launch_wgmma_int4(x, ldx, w, e, stream);
+  // Measured on the H200 (BENCHMARKS.md): the wgmma INT4 kernel (dequantize to a bf16 smem tile,
+  // 256-token tiles) wins on gate+up and down; the mma.sync kernel on the 4k-class shapes.
+  const bool wg_int4 = g_tc_path == 2 || g_tc_path == 3 ||
+                       (g_tc_path == 0 && m >= 256 && (w.k >= 12288 || w.n >= 16384));
+  if (m >= 64 && wg_int4) return launch_wgmma_int4(x, ldx, w, e, wgmma_tile(m, w.n, w.k), stream);
   // Warps 4 (rows) × 2 (tokens): each INT4 fragment is dequantized by 2 warps, not 4.
   return launch_tile<true, 4, 2, 2, 8, 4>(x, ldx, w, Bf16Weight{}, e, stream);
 }
@@ -600,7 +619,7 @@ cudaError_t bf16_gemm(const bf16* x, int m, int ldx, const Bf16Weight& w, Epilog
   EpiArgs e{int(ep), out, w.n, m};
   if (m <= 0) return cudaSuccess;
   if (m <= 16) return launch_tile<false, 4, 1, 2, 2, 4>(x, ldx, Int4Weight{}, w, e, stream);
-  if (m >= 64 && g_tc_path == 0) return launch_wgmma_bf16(x, ldx, w, e, stream);
+  if (m >= 64 && g_tc_path != 1) return launch_wgmma_bf16(x, ldx, w, e, wgmma_tile(m, w.n, w.k), stream);
   return launch_tile<false, 2, 4, 4, 4, 3>(x, ldx, Int4Weight{}, w, e, stream);
 }
 

@@ -88,8 +88,9 @@ size_t w4a16_workspace_bytes(int m, const Int4Weight& w);
 
 // x: bf16 [m, ldx] (ldx % 8 == 0, 16-byte aligned), first w.k columns used.
 // m ≤ 16: weight-streaming decode kernel (split-K, one pass over the weights).
-// m ≥ 64: sm_90a wgmma kernel (128×128 tiles, INT4 dequantized into wgmma A registers);
-// 16 < m < 64: mma.sync tile kernel (128×128 tiles).
+// m > 16: tensor cores, by shape (measured, BENCHMARKS.md): m ≥ 256 with k ≥ 12288 or
+// n ≥ 16384 → sm_90a wgmma kernel (128 rows × 256 tokens, INT4 dequantized to a bf16 smem
+// tile); otherwise the mma.sync tile kernel (128×128, INT4 dequantized in registers).
 // Returns cudaSuccess or the launch error.
 cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilogue ep,
                        const GemmOut& out, void* workspace, size_t workspace_bytes,
@@ -99,11 +100,17 @@ cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilo
 // dequantize-then-cuBLAS baseline) and debugging. Value = bf16((code − z)·s) as the kernels use.
 cudaError_t int4_dequantize(const Int4Weight& w, bf16* out, cudaStream_t stream);
 
-// For tests and benchmarks: 0 (default) = m ≥ 64 runs the sm_90a wgmma kernels
-// (gemm_sm90.cu); 1 = the mma.sync tile kernels for every m > 16. Not thread-safe.
+// For tests and benchmarks: 0 (default) = the shape-based choice above (BF16: wgmma for every
+// m ≥ 64, 128- or 256-token tiles by shape); 2 / 3 = wgmma with 256 / 128-token tiles for
+// m ≥ 64; 1 = the mma.sync tile kernels for every m > 16. Not thread-safe.
 void gemm_set_tensor_core_path(int path);
+// For benchmarks: decode kernel variant (0 default: 8 loads in flight per lane, 2 blocks/SM;
+// 1: 4 loads, 3 blocks/SM, m ≤ 8 only). Not thread-safe.
+void gemm_set_decode_variant(int v);
 
-// Same contract with BF16 weights (BF16 path, LM head). m ≤ 16 uses a 16-token tile variant.
+// Same contract with BF16 weights (BF16 path, LM head). m ≤ 16: mma.sync kernel with 16-token
+// tiles (weight streaming); m ≥ 64: wgmma (256-token tiles when m ≥ 256 and k ≥ 8192 or
+// n ≥ 16384, else 128); otherwise the mma.sync 128×128 kernel.
 cudaError_t bf16_gemm(const bf16* x, int m, int ldx, const Bf16Weight& w, Epilogue ep,
                       const GemmOut& out, cudaStream_t stream);
 

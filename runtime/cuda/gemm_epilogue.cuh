@@ -41,9 +41,10 @@ __device__ __forceinline__ void epi_write(const EpiArgs& e, int prow, int tok, f
 }
 
 // sm_90a wgmma kernels (gemm_sm90.cu), used for m ≥ 64.
+// bt: tokens per block, 128 or 256.
 cudaError_t launch_wgmma_int4(const bf16* x, int ldx, const Int4Weight& w, const EpiArgs& e,
-                              cudaStream_t stream);
+                              int bt, cudaStream_t stream);
 cudaError_t launch_wgmma_bf16(const bf16* x, int ldx, const Bf16Weight& w, const EpiArgs& e,
-                              cudaStream_t stream);
+                              int bt, cudaStream_t stream);
 
 }  // namespace g4c::cuda::detail

@@ -259,6 +259,19 @@ void bench_decode_gemm() {
       const double gbs = bytes / (ms * 1e-3) / 1e9;
       std::printf("%-24s %4d %10.2f %10.0f %7.1f%% %12.2f %9.1f%%\n", s.name, m, ms * 1e3, gbs,
                   100 * gbs / g_copy_gbs, tcopy * 1e3, 100 * tcopy / ms);
+      if (m == 1 || m == 8) {  // variant 1: 4 loads in flight per lane, 3 blocks per SM
+        gemm_set_decode_variant(1);
+        const size_t wsb1 = w4a16_workspace_bytes(m, p.w[0]);
+        void* ws1 = nullptr;
+        if (wsb1) { CK(cudaMalloc(&ws1, wsb1)); CK(cudaMemset(ws1, 0, wsb1)); }
+        double ms1 = time_graph([&](int i) {
+          CK(w4a16_gemm(x, m, s.k, p.w[i % copies], ep, o, ws1, wsb1, g_stream));
+        }, std::max(copies, 20));
+        gemm_set_decode_variant(0);
+        if (ws1) cudaFree(ws1);
+        std::printf("%-24s %4d %10.2f %10.0f %7.1f%%   (variant 1: 4 loads/lane, 3 blocks/SM)\n", "", m,
+                    ms1 * 1e3, bytes / (ms1 * 1e-3) / 1e9, 100 * bytes / (ms1 * 1e-3) / 1e9 / g_copy_gbs);
+      }
       if (ws) cudaFree(ws);
     }
     cudaFree(x); cudaFree(y); cudaFree(p.mem);
@@ -269,10 +282,11 @@ void bench_decode_gemm() {
 void bench_prefill_gemm() {
   const int M = 2048;
   std::printf("\n== GEMM M=%d (TFLOP/s = 2·M·N·K / t; cuBLAS ceiling %.0f)\n", M, g_blas_tflops);
-  std::printf("(w4a16/bf16: sm_90a wgmma kernels; mma: the mma.sync tile kernels; deq+cuBL: our naive\n"
-              " dequantize kernel + cuBLAS on the bf16 weights; cuBLAS: GEMM alone on dequantized weights)\n");
-  std::printf("%-24s %9s %8s | %9s %8s | %8s %8s | %9s %9s | %9s\n", "shape", "w4a16 us", "TFLOP/s",
-              "bf16 us", "TFLOP/s", "mma-w4 TF", "mma-bf TF", "cuBLAS us", "deq+cuBL", "cuBL TF/s");
+  std::printf("(w4a16/bf16: default dispatch; wg256/wg128: sm_90a wgmma kernels with 256/128-token tiles;\n"
+              " mma: the mma.sync tile kernels (TFLOP/s); deq+cuBL: our naive dequantize kernel + cuBLAS\n"
+              " on the bf16 weights; cuBLAS: the GEMM alone on dequantized weights)\n");
+  std::printf("%-24s %9s %8s | %9s %8s | %8s %8s | %8s %8s | %8s %8s | %9s %9s | %9s\n", "shape", "w4a16 us", "TFLOP/s",
+              "bf16 us", "TFLOP/s", "wg256-w4", "wg256-bf", "wg128-w4", "wg128-bf", "mma-w4", "mma-bf", "cuBLAS us", "deq+cuBL", "cuBL TF/s");
   for (const Shape& s : kShapes) {
     const int rows = s.gate_up ? 2 * s.n : s.n;
     PackedSet p = make_packed(s, 128, false, 0);
@@ -293,14 +307,22 @@ void bench_prefill_gemm() {
     gemm_set_tensor_core_path(1);
     double t4m = time_graph([&](int) { CK(w4a16_gemm(x, M, s.k, p.w[0], ep, o, nullptr, 0, g_stream)); }, 10);
     double tbm = time_graph([&](int) { CK(bf16_gemm(x, M, s.k, bw, ep, o, g_stream)); }, 10);
+    gemm_set_tensor_core_path(2);
+    double t42 = time_graph([&](int) { CK(w4a16_gemm(x, M, s.k, p.w[0], ep, o, nullptr, 0, g_stream)); }, 10);
+    double tb2 = time_graph([&](int) { CK(bf16_gemm(x, M, s.k, bw, ep, o, g_stream)); }, 10);
+    gemm_set_tensor_core_path(3);
+    double t43 = time_graph([&](int) { CK(w4a16_gemm(x, M, s.k, p.w[0], ep, o, nullptr, 0, g_stream)); }, 10);
+    double tb3 = time_graph([&](int) { CK(bf16_gemm(x, M, s.k, bw, ep, o, g_stream)); }, 10);
     gemm_set_tensor_core_path(0);
     double tc = 0, tdc = 0;
     if (g_blas.ok()) {
       tc = time_graph([&](int) { g_blas.run(x, wd, y, M, rows, s.k); }, 10);
       tdc = time_graph([&](int) { CK(int4_dequantize(p.w[0], wd, g_stream)); g_blas.run(x, wd, y, M, rows, s.k); }, 10);
     }
-    std::printf("%-24s %9.1f %8.0f | %9.1f %8.0f | %8.0f %8.0f | %9.1f %9.1f | %9.0f\n", s.name, t4 * 1e3,
+    std::printf("%-24s %9.1f %8.0f | %9.1f %8.0f | %8.0f %8.0f | %8.0f %8.0f | %8.0f %8.0f | %9.1f %9.1f | %9.0f\n", s.name, t4 * 1e3,
                 flops / (t4 * 1e-3) / 1e12, tb * 1e3, flops / (tb * 1e-3) / 1e12,
+                flops / (t42 * 1e-3) / 1e12, flops / (tb2 * 1e-3) / 1e12,
+                flops / (t43 * 1e-3) / 1e12, flops / (tb3 * 1e-3) / 1e12,
                 flops / (t4m * 1e-3) / 1e12, flops / (tbm * 1e-3) / 1e12, tc * 1e3,
                 tdc * 1e3, tc > 0 ? flops / (tc * 1e-3) / 1e12 : 0.0);
     cudaFree(x); cudaFree(y); cudaFree(wd); cudaFree(p.mem);

@@ -185,6 +185,7 @@ void prefill_cases() {
   run_int4({17, 64, 200, 64, false, false, Epilogue::Store}, kInt4Bound);       // smallest tile m
   run_int4({200, 264, 1024, 64, true, false, Epilogue::GeluMul}, kGeluBound);
   run_int4({64, 136, 328, 64, false, true, Epilogue::Store}, kInt4Bound);       // m = 64 exactly
+  run_int4({300, 160, 8200, 128, true, false, Epilogue::Store}, kInt4Bound);    // long k
 }
 
 // Restores the default kernel choice when a test leaves.
@@ -193,10 +194,31 @@ struct TcPath {
   ~TcPath() { cuda::gemm_set_tensor_core_path(0); }
 };
 
-TEST(GpuW4A16, PrefillTilesWgmma) {  // default: m ≥ 64 → sm_90a wgmma kernel
+TEST(GpuW4A16, PrefillTilesDefaultDispatch) {
   G4C_REQUIRE_GPU();
   TcPath p(0);
   prefill_cases();
+}
+
+TEST(GpuW4A16, PrefillTilesWgmma256) {
+  G4C_REQUIRE_GPU();
+  TcPath p(2);
+  prefill_cases();
+}
+
+TEST(GpuW4A16, PrefillTilesWgmma128) {
+  G4C_REQUIRE_GPU();
+  TcPath p(3);
+  prefill_cases();
+}
+
+TEST(GpuW4A16, DecodeVariantHighOccupancy) {
+  G4C_REQUIRE_GPU();
+  cuda::gemm_set_decode_variant(1);
+  run_int4({1, 200, 328, 64, false, false, Epilogue::Store}, kInt4Bound);
+  run_int4({8, 130, 15360, 128, true, false, Epilogue::Store}, kInt4Bound);
+  run_int4({5, 136, 520, 64, true, true, Epilogue::GeluMul}, kGeluBound);
+  cuda::gemm_set_decode_variant(0);
 }
 
 TEST(GpuW4A16, PrefillTilesMmaSync) {
@@ -259,6 +281,16 @@ void bf16_cases();
 TEST(GpuBf16Gemm, ShapesAndEpilogues) {
   G4C_REQUIRE_GPU();
   TcPath p(0);
+  bf16_cases();
+}
+TEST(GpuBf16Gemm, ShapesAndEpiloguesWgmma256) {
+  G4C_REQUIRE_GPU();
+  TcPath p(2);
+  bf16_cases();
+}
+TEST(GpuBf16Gemm, ShapesAndEpiloguesWgmma128) {
+  G4C_REQUIRE_GPU();
+  TcPath p(3);
   bf16_cases();
 }
 TEST(GpuBf16Gemm, ShapesAndEpiloguesMmaSync) {
