@@ -321,7 +321,7 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::filesystem::path& tokenize
     ::close(fd);
     return from_json_text("", name);  // reports malformed JSON
   }
-  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
   ::close(fd);
   if (data == MAP_FAILED) throw Error(name + ": cannot map tokenizer.json: " + std::strerror(errno));
   ::madvise(data, size, MADV_SEQUENTIAL);
