@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -229,7 +230,9 @@ void bench_decode_gemm() {
   char* pool;
   CK(dmalloc(&pool, pool_bytes));
   CK(cudaMemset(pool, 1, pool_bytes));
+  const char* only_shape = std::getenv("G4C_BENCH_SHAPE");  // substring filter (profiling)
   for (const Shape& s : kShapes) {
+    if (only_shape && !std::strstr(s.name, only_shape)) continue;
     PackedSet p = make_packed(s, 128, false, size_t(400) << 20);
     const size_t half = (p.weight_bytes / 2 + 15) & ~size_t(15);
     const int ncopy = int(pool_bytes / (2 * half));
@@ -259,8 +262,8 @@ void bench_decode_gemm() {
       const double gbs = bytes / (ms * 1e-3) / 1e9;
       std::printf("%-24s %4d %10.2f %10.0f %7.1f%% %12.2f %9.1f%%\n", s.name, m, ms * 1e3, gbs,
                   100 * gbs / g_copy_gbs, tcopy * 1e3, 100 * tcopy / ms);
-      if (m == 1 || m == 8) {  // variant 1: 4 loads in flight per lane, 3 blocks per SM
-        gemm_set_decode_variant(1);
+      for (int var = 1; var <= 1 && (m == 1 || m == 8); ++var) {  // 1: 4 loads/lane, 3 blocks/SM
+        gemm_set_decode_variant(var);
         const size_t wsb1 = w4a16_workspace_bytes(m, p.w[0]);
         void* ws1 = nullptr;
         if (wsb1) { CK(cudaMalloc(&ws1, wsb1)); CK(cudaMemset(ws1, 0, wsb1)); }
@@ -269,8 +272,9 @@ void bench_decode_gemm() {
         }, std::max(copies, 20));
         gemm_set_decode_variant(0);
         if (ws1) cudaFree(ws1);
-        std::printf("%-24s %4d %10.2f %10.0f %7.1f%%   (variant 1: 4 loads/lane, 3 blocks/SM)\n", "", m,
-                    ms1 * 1e3, bytes / (ms1 * 1e-3) / 1e9, 100 * bytes / (ms1 * 1e-3) / 1e9 / g_copy_gbs);
+        std::printf("%-24s %4d %10.2f %10.0f %7.1f%%   (variant %d: %s)\n", "", m,
+                    ms1 * 1e3, bytes / (ms1 * 1e-3) / 1e9, 100 * bytes / (ms1 * 1e-3) / 1e9 / g_copy_gbs,
+                    var, "4 loads/lane, 3 blocks/SM");
       }
       if (ws) cudaFree(ws);
     }
