@@ -57,6 +57,19 @@ TEST(TokenizerBadInput, MalformedJson) {
   }
 }
 
+TEST(TokenizerBadInput, StrictJsonStrings) {
+  // Lone surrogates, raw control characters, invalid UTF-8 and bad escapes are not JSON.
+  expect_text_error(R"({"model": {"vocab": {"\ud83d": 0}}})", "malformed JSON");
+  expect_text_error(R"({"model": {"vocab": {"\ude00": 0}}})", "malformed JSON");
+  expect_text_error("{\"model\": {\"vocab\": {\"a\tb\": 0}}}", "control character");
+  expect_text_error("{\"model\": {\"vocab\": {\"\xC3\": 0}}}", "invalid UTF-8");
+  expect_text_error(R"({"model": {"vocab": {"\q": 0}}})", "bad escape");
+  expect_text_error(R"({"model": {"type": "BPE", "vocab": {"a": 0}}} trailing)", "after the top-level value");
+  // Deep nesting is an error, not a stack overflow.
+  expect_text_error(std::string(100000, '[') + std::string(100000, ']'), "nested deeper");
+  expect_text_error("{\"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}", "nested deeper");
+}
+
 TEST(TokenizerBadInput, MissingOrIllTypedFields) {
   json c = small();
   c.erase("model");

@@ -209,6 +209,18 @@ TEST(TokenizerToy, SplitBehaviors) {
   EXPECT_EQ(words("Contiguous"), (V{"a", "  ", "b", " "}));
 }
 
+TEST(TokenizerToy, JsonEscapesInVocab) {
+  // "\u2581" is ▁ and "\ud83d\ude00" is U+1F600 (F0 9F 98 80) written as a surrogate pair.
+  const char* text = R"({"model": {"type": "BPE", "byte_fallback": false, "unk_token": "<unk>",
+    "vocab": {"<unk>": 0, "\u2581": 1, "a": 2, "\u2581a": 3, "\ud83d\ude00": 4, "q\"\\\/\n": 5},
+    "merges": ["\u2581 a"]},
+    "normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}})";
+  const auto tok = Tokenizer::from_json_text(text, "escapes.json");
+  EXPECT_EQ(tok->encode(" a\xF0\x9F\x98\x80", false), (std::vector<int32_t>{3, 4}));
+  EXPECT_EQ(tok->token_to_id("q\"\\/\n"), 5);
+  EXPECT_EQ(tok->bos_id(), -1);  // no template and no <bos>
+}
+
 TEST(TokenizerToy, OldMergeFormatAndNoPostProcessor) {
   json config = toy_tokenizer(kExtra, {});
   json merges = json::array();
