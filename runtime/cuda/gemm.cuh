@@ -82,8 +82,10 @@ struct GemmOut {
   float softcap = 30.f;
 };
 
-// Workspace for the split-K decode path (m ≤ 16). The last int region holds tile counters that
-// must be ZERO the first time a workspace is used (cudaMemset once); kernels leave them zero.
+// Workspace for the split-K decode path (m ≤ 16); the size grows with m, so size a shared
+// workspace with m = 16. The last int region holds tile counters that must be ZERO the first
+// time a workspace is used (cudaMemset once); kernels leave them zero. One workspace must not
+// be used by two launches running concurrently (different streams).
 size_t w4a16_workspace_bytes(int m, const Int4Weight& w);
 
 // x: bf16 [m, ldx] (ldx % 8 == 0, 16-byte aligned), first w.k columns used.
