@@ -18,7 +18,7 @@ done
 installed="$out/node_modules/$pkg/package.json"
 if ! grep -q "\"version\": \"$version\"" "$installed" 2>/dev/null; then
   [ -f "$out/package.json" ] || echo '{"private": true}' > "$out/package.json"
-  if ! (cd "$out" && npm install --no-audit --no-fund --loglevel=error "$pkg@$version"); then
+  if ! (cd "$out" && npm install --no-audit --no-fund --loglevel=error --fetch-retries=1 --fetch-timeout=60000 "$pkg@$version"); then
     echo "SKIP: 'npm install $pkg@$version' failed (no network or registry?)"
     exit 77
   fi
