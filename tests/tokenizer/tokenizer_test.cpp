@@ -2,6 +2,8 @@
 // tokenizers, and hand-worked cases on toy tokenizers for each pipeline stage.
 #include "models/tokenizer.h"
 
+#include <thread>
+
 #include "models/error.h"
 #include "models/tokenizer_pipeline.h"
 #include "tests/tokenizer/test_util.h"
@@ -104,6 +106,30 @@ TEST(TokenizerGolden, Gemma3DatasetPromptLengths) {
   size_t total = 0;
   for (const size_t n : prompt_lengths("performance_large.jsonl")) total += n;
   EXPECT_EQ(total, 111067u);
+}
+
+// encode() is const and shares a piece cache across threads: concurrent calls give the
+// single-threaded ids.
+TEST(TokenizerGolden, ConcurrentEncodeMatchesSerial) {
+  const auto source = env_path("G4C_SOURCE_DIR");
+  const auto tok = Tokenizer::load(source / "models/gemma4-tiny/tokenizer.json");
+  std::vector<std::string> texts;
+  std::ifstream in(source / "datasets/quality_public.jsonl");
+  for (std::string line; std::getline(in, line) && texts.size() < 16;)
+    if (!line.empty()) texts.push_back(json::parse(line).at("text"));
+  ASSERT_FALSE(texts.empty());
+  std::vector<std::vector<int32_t>> serial;
+  for (const auto& t : texts) serial.push_back(tok->encode(t));
+  const auto fresh = Tokenizer::load(source / "models/gemma4-tiny/tokenizer.json");  // empty cache
+  std::vector<std::thread> threads;
+  std::vector<int> mismatches(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (size_t round = 0; round < 3; ++round)
+        for (size_t i = 0; i < texts.size(); ++i) mismatches[t] += fresh->encode(texts[(i + t) % texts.size()]) != serial[(i + t) % texts.size()];
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches, (std::vector<int>{0, 0, 0, 0}));
 }
 
 // ---- toy tokenizers, hand-worked ----
