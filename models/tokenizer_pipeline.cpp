@@ -366,10 +366,10 @@ std::string Decoder::apply(std::vector<std::string> tokens) const {
       case Step::kReplace:
       case Step::kMetaspace:
         for (size_t i = 0; i < tokens.size(); ++i) {
-          replace_all(tokens[i], step.pattern, step.content);
-          if (step.kind == Step::kMetaspace && i == 0 && step.metaspace_strip_first && !tokens[i].empty() &&
-              tokens[i][0] == ' ')
-            tokens[i].erase(0, 1);
+          // Metaspace drops every replacement character of the first token (tokenizers'
+          // metaspace.rs decode_chain) unless prepend_scheme is "never".
+          const bool drop = step.kind == Step::kMetaspace && i == 0 && step.metaspace_strip_first;
+          replace_all(tokens[i], step.pattern, drop ? std::string_view() : std::string_view(step.content));
         }
         break;
       case Step::kByteFallback: {

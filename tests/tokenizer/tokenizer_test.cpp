@@ -217,6 +217,9 @@ TEST(TokenizerToy, MetaspaceVariant) {
   EXPECT_EQ(tok->decode(tok->encode("a b")), "a b");
   // prepend_scheme "first": no ▁ before the section after an added token.
   EXPECT_EQ(tok->encode("a<eos>a", false), (std::vector<int32_t>{kSpaceA, 1, kA}));
+  // The decoder drops every ▁ of the first token (tokenizers' Metaspace::decode_chain).
+  config["model"]["vocab"]["\xE2\x96\x81\xE2\x96\x81"] = 269;
+  EXPECT_EQ(toy(config)->decode(std::vector<int32_t>{269, kA, 269}), "a  ");
 }
 
 TEST(TokenizerToy, SplitBehaviors) {
