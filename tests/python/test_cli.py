@@ -85,6 +85,7 @@ def test_compile_gives_a_plan_that_matches_the_goldens(g4c, tmp_path):
         warnings.simplefilter("ignore")  # a g4c without codegen warns and uses the reference plan
         plan = g4c.compile(MODEL, output=tmp_path / "tiny.g4p")
     assert plan.model_dir == MODEL
+    assert g4c.load_plan(tmp_path / "tiny.g4p").to_bytes() == plan.to_bytes()
     t = plan.memory_table()
     # The compiler's table: 9984 MiB = 9984 * 2**20 bytes; everything resident for the tiny model.
     assert t["budget"] == 9984 * 2**20

@@ -184,6 +184,8 @@ def compile(model_dir, budget="9984MiB", emulate=None, dump_dir=None, output=Non
             warnings.warn("this g4c has no codegen: g4c.compile returns the runtime's reference plan "
                           "(the memory table is the compiler's)", RuntimeWarning, stacklevel=2)
             plan = build_reference_plan(model_dir)
+            if tmp is None:
+                plan.save(output)
         plan.compile_log = log
         plan._compile_memory_table = _parse_memory_table(log)
         return plan
