@@ -18,7 +18,13 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, std
                                      const EngineOptions& options, std::unique_ptr<Backend> backend) {
   models::ModelConfig cfg = models::load_model_config(model_dir);
   auto ckpt = models::Checkpoint::open(model_dir);
-  if (!plan) plan = plan::build_reference_plan(cfg, *ckpt);
+  if (!plan) {
+    plan::ReferenceOptions ro;
+    const int budget = options.token_budget > 0 ? options.token_budget : std::max(512, options.max_sequences);
+    ro.max_chunk_tokens = options.reference_max_chunk_tokens > 0 ? options.reference_max_chunk_tokens
+                                                                 : std::max(256, std::min(options.max_seq_len, budget));
+    plan = plan::build_reference_plan(cfg, *ckpt, ro);
+  }
   plan::verify_plan_matches(*plan, cfg, *ckpt);  // before any weight is read
 
   EngineOptions o = options;

@@ -49,6 +49,10 @@ struct EngineOptions {
   int chunk_tokens = 0;    // prefill tokens per sequence per step; 0: plan max_chunk_tokens
   int kv_blocks = 0;       // paged pool blocks; 0: enough for max_sequences full-length sequences
   int threads = 0;         // CPU threads; 0: hardware concurrency
+  // Only when open() builds the reference plan: its max_chunk_tokens (ring capacity W-1+this).
+  // 0: max(256, min(max_seq_len, token budget)), so one step can prefill a whole calibration
+  // sequence when the budget allows it.
+  int reference_max_chunk_tokens = 0;
 };
 
 struct RunStats {
