@@ -66,6 +66,10 @@ def test_logits_accepts_numpy_and_lists_alike(engine):
     a = engine.logits(np.array([2, 304, 726, 732], dtype=np.int64))
     b = engine.logits([2, 304, 726, 732])
     assert a.tobytes() == b.tobytes()
+    ids = np.array([2, 304, 726], dtype=np.int64)
+    one = engine.generate(ids, max_new_tokens=3)
+    assert len(one) == 1 and one[0].token_ids == engine.generate([[2, 304, 726]], max_new_tokens=3)[0].token_ids
+    assert len(engine.generate([ids, ids], max_new_tokens=1)) == 2
 
 
 def test_generate_reproduces_greedy_fp32_goldens(engine):

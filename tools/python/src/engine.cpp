@@ -167,7 +167,10 @@ std::vector<std::vector<int32_t>> prompt_ids(PyEngine& e, const py::object& prom
     return out;
   }
   const auto seq = prompts.cast<py::sequence>();
-  if (seq.size() > 0 && py::isinstance<py::int_>(seq[0])) {  // one prompt as ids
+  const auto is_id = [](const py::handle& x) {  // int or numpy integer scalar, not a sequence
+    return !py::isinstance<py::str>(x) && !py::isinstance<py::sequence>(x) && !py::isinstance<py::array>(x);
+  };
+  if (seq.size() > 0 && is_id(seq[0])) {  // one prompt as ids (list or 1-D numpy array)
     out.push_back(prompts.cast<std::vector<int32_t>>());
     return out;
   }
