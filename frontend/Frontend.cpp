@@ -105,6 +105,7 @@ class DecoderBuilder {
                  const FrontendOptions& opts)
       : ctx_(ctx), cfg_(cfg), weights_(weights), b_(&ctx), loc_(mlir::UnknownLoc::get(&ctx)) {
     act_ = opts.bf16_activations ? mlir::Type(b_.getBF16Type()) : mlir::Type(b_.getF32Type());
+    bf16_ = opts.bf16_activations;
   }
 
   mlir::OwningOpRef<mlir::ModuleOp> build();
@@ -144,6 +145,7 @@ class DecoderBuilder {
   mlir::OpBuilder b_;
   mlir::Location loc_;
   mlir::Type act_;
+  bool bf16_ = false;
   int layer_ = -1;
 };
 
@@ -243,8 +245,9 @@ mlir::OwningOpRef<mlir::ModuleOp> DecoderBuilder::build() {
   b_.setInsertionPointToStart(body);
   mlir::Value tokenIds = body->getArgument(0), pos = body->getArgument(1);
 
-  mlir::Value h = g4::EmbedOp::create(b_, loc_, act(H), tokenIds, sym("embed_tokens"),
-                                      b_.getF64FloatAttr(cfg_.embed_scale_bf16()));
+  // HF multiplies by sqrt(H) in the activation dtype: exact in fp32, rounded to bf16 (62.0 for 12B) in bf16.
+  const double embedScale = bf16_ ? cfg_.embed_scale_bf16() : cfg_.embed_scale();
+  mlir::Value h = g4::EmbedOp::create(b_, loc_, act(H), tokenIds, sym("embed_tokens"), b_.getF64FloatAttr(embedScale));
   for (int i = 0; i < cfg_.num_layers; ++i) h = layer(i, h, pos);
   mlir::Value n = norm(h, "norm", H);
   mlir::Value logits = g4::LogitsOp::create(b_, loc_, logitsType, n, sym("embed_tokens"));

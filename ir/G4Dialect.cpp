@@ -195,7 +195,7 @@ LogicalResult AttentionOp::verifySymbolUses(SymbolTableCollection& t) {
 LogicalResult NormResidualOp::verifySymbolUses(SymbolTableCollection& t) {
   const int64_t h = features(getResidual());
   if (failed(lookupWeight(*this, t, getPostAttr(), "post", {h}))) return failure();
-  if (failed(lookupWeight(*this, t, getNextAttr(), "next", {h}))) return failure();
+  if (getNextAttr() && failed(lookupWeight(*this, t, getNextAttr(), "next", {h}))) return failure();
   if (getScalarAttr()) {
     auto w = lookupWeight(*this, t, getScalarAttr(), "scalar");
     if (failed(w)) return failure();
@@ -287,4 +287,33 @@ LogicalResult AttentionOp::verify() {
   if (getKFromV() && (!getKNorm() || !getRotaryPairsAttr().getInt() || !getRopeTheta()))
     return emitOpError("k_from_v needs k_norm, rotary_pairs and rope_theta to recompute K");
   return success();
+}
+
+LogicalResult NormResidualOp::verify() {
+  if (bool(getNextAttr()) != bool(getNormed()))
+    return emitOpError("has a normed result exactly when it has a next norm");
+  if (getNormed() && getNormed().getType() != getResidual().getType())
+    return emitOpError("normed result must have the residual's type");
+  return success();
+}
+
+LogicalResult QKNormRopeKVWriteOp::verify() {
+  const int64_t d = getHeadDimAttr().getInt();
+  if (failed(checkHeads(*this, getNumHeadsAttr().getInt(), getNumKvHeadsAttr().getInt(), d))) return failure();
+  if (failed(checkFeatures(*this, "q_raw", features(getQRaw()), getNumHeadsAttr().getInt() * d))) return failure();
+  if (failed(checkFeatures(*this, "k_raw", features(getKRaw()), getNumKvHeadsAttr().getInt() * d))) return failure();
+  if (getRotaryPairsAttr().getInt() < 0 || getRotaryPairsAttr().getInt() > d / 2)
+    return emitOpError("rotary_pairs must be in [0, head_dim/2]");
+  if (getWindowAttr().getInt() < 0) return emitOpError("window must be >= 0 (0 = full attention)");
+  return success();
+}
+
+LogicalResult QKNormRopeKVWriteOp::verifySymbolUses(SymbolTableCollection& t) {
+  if (failed(lookupWeight(*this, t, getQNormAttr(), "q_norm", {getHeadDimAttr().getInt()}))) return failure();
+  return lookupWeight(*this, t, getKNormAttr(), "k_norm", {getHeadDimAttr().getInt()});
+}
+
+LogicalResult LMHeadOp::verifySymbolUses(SymbolTableCollection& t) {
+  if (failed(lookupWeight(*this, t, getNormAttr(), "norm", {features(getInput())}))) return failure();
+  return lookupWeight(*this, t, getTableAttr(), "table", {features(getResult()), features(getInput())});
 }

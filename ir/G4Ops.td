@@ -486,23 +486,72 @@ def G4_AttentionOp : G4_Op<"attention", [G4_WeightUser]> {
 }
 
 def G4_NormResidualOp : G4_Op<"norm_residual", [Pure, G4_WeightUser,
-    AllTypesMatch<["residual", "input", "new_residual", "normed"]>]> {
-  let summary = "post-norm + residual add (+ layer_scalar) + next pre-norm";
+    AllTypesMatch<["residual", "input", "new_residual"]>]> {
+  let summary = "post-norm + residual add (+ layer_scalar) (+ next pre-norm)";
   let description = [{
-    `new_residual = (residual + rms(input, post)) [* scalar]`,
-    `normed = rms(new_residual, next)`: the residual stream is read and written
-    once per sub-block.
+    `new_residual = (residual + rms(input, post)) [* scalar]`, and with `next`
+    also `normed = rms(new_residual, next)`: the residual stream is read and
+    written once per sub-block. The last layer has no next pre-norm (the final
+    norm belongs to `g4.lm_head`).
 
     Example:
     ```mlir
     %h1, %m = g4.norm_residual %h, %attn {post = @layers.0.post_attention_layernorm,
-        next = @layers.0.pre_feedforward_layernorm, eps = 1.0e-06 : f64} : tensor<?x3840xf32>
+        next = @layers.0.pre_feedforward_layernorm, eps = 1.0e-06 : f64} : tensor<?x3840xf32>, tensor<?x3840xf32>
+    %h2 = g4.norm_residual %h1, %mlp {post = @layers.47.post_feedforward_layernorm,
+        scalar = @layers.47.layer_scalar, eps = 1.0e-06 : f64} : tensor<?x3840xf32>
     ```
   }];
   let arguments = (ins G4_Act:$residual, G4_Act:$input, FlatSymbolRefAttr:$post,
-                       FlatSymbolRefAttr:$next, OptionalAttr<FlatSymbolRefAttr>:$scalar, F64Attr:$eps);
-  let results = (outs G4_Act:$new_residual, G4_Act:$normed);
-  let assemblyFormat = "$residual `,` $input attr-dict `:` type($residual)";
+                       OptionalAttr<FlatSymbolRefAttr>:$next, OptionalAttr<FlatSymbolRefAttr>:$scalar, F64Attr:$eps);
+  let results = (outs G4_Act:$new_residual, Optional<G4_Act>:$normed);
+  let assemblyFormat = "$residual `,` $input attr-dict `:` type($residual) (`,` type($normed)^)?";
+  let hasVerifier = 1;
+}
+
+def G4_QKNormRopeKVWriteOp : G4_Op<"qk_norm_rope_kv_write", [G4_WeightUser,
+    AllTypesMatch<["q_raw", "result"]>, AllTypesMatch<["k_raw", "v_raw"]>]> {
+  let summary = "q/k per-head norm + RoPE, v per-head norm, KV write: one op";
+  let description = [{
+    `q = rope(rms_head(q_raw, q_norm))` is the result; `k = rope(rms_head(k_raw,
+    k_norm))` and `v = rms_head(v_raw)` (no weight, no RoPE) are written to the
+    cache of `layer`. On k_eq_v layers `v_raw` is the same value as `k_raw`.
+
+    Example:
+    ```mlir
+    %q = g4.qk_norm_rope_kv_write %q_raw, %k_raw, %v_raw, %pos {q_norm = @layers.0.self_attn.q_norm,
+        k_norm = @layers.0.self_attn.k_norm, eps = 1.0e-06 : f64, num_heads = 16 : i64, num_kv_heads = 8 : i64,
+        head_dim = 256 : i64, rotary_pairs = 128 : i64, rope_theta = 1.0e+04 : f64, layer = 0 : i64,
+        window = 1024 : i64} : tensor<?x4096xf32>, tensor<?x2048xf32>, tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins G4_Act:$q_raw, G4_Act:$k_raw, G4_Act:$v_raw, G4_Ids:$positions,
+                       FlatSymbolRefAttr:$q_norm, FlatSymbolRefAttr:$k_norm, F64Attr:$eps,
+                       I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$head_dim,
+                       I64Attr:$rotary_pairs, F64Attr:$rope_theta, I64Attr:$layer, I64Attr:$window);
+  let results = (outs G4_Act:$result);
+  let assemblyFormat = [{
+    $q_raw `,` $k_raw `,` $v_raw `,` $positions attr-dict `:` type($q_raw) `,` type($k_raw) `,` type($positions)
+  }];
+  let hasVerifier = 1;
+}
+
+def G4_LMHeadOp : G4_Op<"lm_head", [Pure, G4_WeightUser]> {
+  let summary = "final norm + tied LM head + softcap on the logit rows";
+  let description = [{
+    `logits[r] = cap(rms(h[last row of sequence r], norm) · tableᵀ)` with
+    `cap(z) = softcap * tanh(z / softcap)`, identity when softcap = 0.
+
+    Example:
+    ```mlir
+    %l = g4.lm_head %h {norm = @norm, table = @embed_tokens, eps = 1.0e-06 : f64, softcap = 3.0e+01 : f64}
+        : tensor<?x3840xf32> -> tensor<?x262144xf32>
+    ```
+  }];
+  let arguments = (ins G4_Act:$input, FlatSymbolRefAttr:$norm, FlatSymbolRefAttr:$table, F64Attr:$eps,
+                       F64Attr:$softcap);
+  let results = (outs G4_Act:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
 #endif  // G4_OPS_TD

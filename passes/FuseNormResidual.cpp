@@ -1,4 +1,4 @@
-// g4-fuse-norm-residual: rms(scale?(add(h, rms(x, @post)), @s), @next) -> g4.norm_residual.
+// g4-fuse-norm-residual: rms?(scale?(add(h, rms(x, @post)), @s), @next) -> g4.norm_residual.
 #include "passes/PassUtils.h"
 #include "passes/Passes.h"
 
@@ -44,16 +44,20 @@ struct FuseNormResidualPass : impl::FuseNormResidualBase<FuseNormResidualPass> {
         if (next) { next = RmsNormOp(); break; }
         next = norm;
       }
-      if (!next || next.getEps() != post.getEps()) continue;
+      // The last layer has no next pre-norm (the final norm lives in g4.lm_head).
+      if (next && next.getEps() != post.getEps()) next = RmsNormOp();
       // Create the fused op where the stream is produced; everything it reads dominates that point.
       Operation* anchor = scale ? scale.getOperation() : add.getOperation();
       OpBuilder b(anchor);
-      auto fused = NormResidualOp::create(b, add.getLoc(), TypeRange{add.getType(), add.getType()}, residual,
-                                          post.getInput(), post.getWeightAttr(), next.getWeightAttr(),
+      auto fused = NormResidualOp::create(b, add.getLoc(), add.getType(), next ? add.getType() : Type(), residual,
+                                          post.getInput(), post.getWeightAttr(),
+                                          next ? next.getWeightAttr() : FlatSymbolRefAttr(),
                                           scale ? scale.getScalarAttr() : FlatSymbolRefAttr(), post.getEpsAttr());
       copyLayer(post, fused);
-      next.replaceAllUsesWith(fused.getNormed());
-      next.erase();
+      if (next) {
+        next.replaceAllUsesWith(fused.getNormed());
+        next.erase();
+      }
       stream.replaceAllUsesWith(fused.getNewResidual());
       if (scale) scale.erase();
       add.erase();

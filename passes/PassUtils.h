@@ -5,6 +5,8 @@
 #include <optional>
 
 #include "ir/G4Dialect.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace g4c::passes {

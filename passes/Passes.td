@@ -45,7 +45,29 @@ def FuseNormResidual : Pass<"g4-fuse-norm-residual", "::mlir::ModuleOp"> {
     `n = rms(scale(add(h, rms(x, @post)), @s), @next)` becomes
     `%h2, %n = g4.norm_residual %h, %x {post, next, scalar}`. The scale is
     optional; the intermediate sums must have no other users than the chain
-    and the residual stream.
+    and the residual stream. Without a following whole-row norm (the last
+    layer, whose final norm belongs to g4.lm_head) the op has no `next` and
+    only the new residual as result.
+  }];
+}
+
+def FuseLMHead : Pass<"g4-fuse-lm-head", "::mlir::ModuleOp"> {
+  let summary = "softcap?(logits(rms_norm(h, @norm), @table)) -> one g4.lm_head";
+  let description = [{
+    The final norm, the tied LM head and the logit softcap run only on the
+    logit rows: one op reads the residual stream directly. Run it before
+    g4-fuse-norm-residual so the final norm is not taken as a next pre-norm.
+  }];
+}
+
+def FuseQKNormRope : Pass<"g4-fuse-qk-norm-rope", "::mlir::ModuleOp"> {
+  let summary = "q/k per-head norms + RoPE, v norm and kv_write -> g4.qk_norm_rope_kv_write";
+  let description = [{
+    Matches `kv_write(key = rope(rms(k_raw, @k_norm)), value = rms(v_raw))` and
+    the query `rope(rms(q_raw, @q_norm))` of the same layer's g4.attention, and
+    replaces them with one op that returns q and writes K/V (the runtime's
+    QkNormRopeKvWrite kernel). Layers whose cache stores V only (k_from_v) are
+    left alone.
   }];
 }
 

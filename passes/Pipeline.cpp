@@ -18,10 +18,12 @@ std::vector<std::string> pipeline_passes(const PipelineOptions& o) {
   std::vector<std::string> p = o.pre_passes;
   p.push_back(std::string("g4-fuse-dequant-gemm{fuse-gate-up=") + (o.fuse_gate_up ? "true" : "false") + "}");
   p.push_back("g4-fuse-attention-mask");
+  p.push_back("g4-fuse-lm-head");
   p.push_back("g4-fuse-norm-residual");
   p.push_back("g4-plan-kv{block-size=" + n(o.kv_block_size) + " max-chunk=" + n(o.max_chunk) + " max-seqs=" +
               n(o.max_seqs) + " max-seq-len=" + n(o.max_seq_len) + " kv-shared=" + (o.kv_shared ? "true" : "false") +
               "}");
+  p.push_back("g4-fuse-qk-norm-rope");
   p.push_back("g4-plan-buckets{max-seqs=" + n(o.max_seqs) + " max-chunk=" + n(o.max_chunk) + "}");
   p.push_back("g4-plan-memory{max-seq-len=" + n(o.max_seq_len) + "}");
   p.push_back("g4-plan-offload{budget-mib=" + n(o.budget_mib) + " context-mib=" + n(o.context_mib) +

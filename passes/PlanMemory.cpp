@@ -37,7 +37,7 @@ struct LiveValue {
 bool perSequence(Value v) {
   Operation* def = v.getDefiningOp();
   if (!def) return false;
-  if (isa<LogitsOp>(def)) return true;
+  if (isa<LogitsOp, LMHeadOp>(def)) return true;
   if (isa<ArgmaxOp, SampleOp, SoftcapOp, ScaleOp, GeluTanhOp, AddOp, MulOp>(def))
     return perSequence(def->getOperand(0));
   return false;

@@ -15,10 +15,9 @@
 #include "passes/MemoryTable.h"
 #include "passes/Pipeline.h"
 #include "tools/cli.h"
-#if __has_include("codegen/Codegen.h")
 #include "codegen/Codegen.h"
-#define G4C_HAVE_CODEGEN 1
-#endif
+#include "models/safetensors.h"
+#include "runtime/plan/plan.h"
 
 namespace g4c::cli {
 
@@ -92,14 +91,19 @@ void run_compile(const CompileArgs& args) {
   }
   passes::MemoryTable table;
   if (passes::readMemoryTable(*module, &table)) std::printf("%s", passes::formatMemoryTable(table).c_str());
-#ifdef G4C_HAVE_CODEGEN
   if (!args.output.empty()) {
-    codegen::write_plan(*module, cfg, args.model, args.output);
-    std::printf("plan written to %s\n", args.output.c_str());
+    // The plan is tied to this checkpoint by the runtime's fingerprint; the loader
+    // verifies the bytes (ids, version) before they are written.
+    auto ckpt = models::Checkpoint::open(args.model, /*header_only=*/true);
+    codegen::CodegenOptions copts;
+    copts.format_version = plan::kPlanFormatVersion;
+    copts.fingerprint = plan::checkpoint_fingerprint(cfg, *ckpt, &copts.fingerprint_text);
+    copts.kv_bf16 = args.bf16_activations;
+    plan::Plan p = plan::Plan::from_bytes(codegen::emit_plan(*module, cfg, copts), args.output);
+    p.save(args.output);
+    std::printf("plan: %u steps, %u values, %u buckets -> %s\n", p->program()->size(), p->values()->size(),
+                p->buckets()->size(), args.output.c_str());
   }
-#else
-  if (!args.output.empty()) throw Error("compile -o: codegen is not built into this g4c");
-#endif
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("compiled in %.2f s%s\n", seconds,
               args.dump_dir.empty() ? "" : (", dumps in " + args.dump_dir).c_str());

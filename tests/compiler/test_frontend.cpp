@@ -104,13 +104,16 @@ TEST_F(TinyFrontend, FusedGraphHasOneKernelPerProjection) {
   ASSERT_TRUE(passes::run_pipeline(*module, opts, "", &diag)) << diag;
   auto n = test::op_counts(*module);
   for (const char* gone : {"g4.dequant", "g4.matmul", "g4.qk", "g4.mask", "g4.softmax", "g4.pv", "g4.kv_read",
-                           "g4.gelu_tanh", "g4.mul", "g4.add", "g4.scale"})
+                           "g4.gelu_tanh", "g4.mul", "g4.add", "g4.scale", "g4.kv_write", "g4.rope", "g4.logits",
+                           "g4.softcap"})
     EXPECT_EQ(n[gone], 0) << gone;
   EXPECT_EQ(n["g4.attention"], 12);
   EXPECT_EQ(n["g4.gate_up"], 12);
   EXPECT_EQ(n["g4.linear"], 10 * 5 + 2 * 4);  // q, k, [v], o, down
-  EXPECT_EQ(n["g4.norm_residual"], 24);       // two per layer; the last one takes the final norm
-  EXPECT_EQ(n["g4.rms_norm"], 1 + 12 * 3);    // layer 0's input norm; q, k, v per-head norms
+  EXPECT_EQ(n["g4.norm_residual"], 24);       // two per layer (the last one without a next norm)
+  EXPECT_EQ(n["g4.rms_norm"], 1);             // layer 0's input norm; q/k/v norms are in qk_norm_rope_kv_write
+  EXPECT_EQ(n["g4.qk_norm_rope_kv_write"], 12);
+  EXPECT_EQ(n["g4.lm_head"], 1);
   EXPECT_EQ(n["g4.kv_buffer"], 12);
 }
 

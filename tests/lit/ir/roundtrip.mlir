@@ -59,8 +59,14 @@ func.func @all_ops(%ids: tensor<?xi32>, %pos: tensor<?xi32>) -> (tensor<?x128xf3
   %o2 = g4.attention %o, %pos {layer = 1 : i64, window = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64, scale = 1.0 : f64, k_from_v, k_norm = @qn, rotary_pairs = 2 : i64, rope_theta = 1.0e+06 : f64} : tensor<?x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
   // CHECK: g4.linear %{{.*}}, @o : tensor<?x64xf32> -> tensor<?x32xf32>
   %x = g4.linear %o2, @o : tensor<?x64xf32> -> tensor<?x32xf32>
-  // CHECK: %{{.*}}, %{{.*}} = g4.norm_residual %{{.*}}, %{{.*}} {eps = {{.*}}, next = @norm, post = @norm, scalar = @scalar} : tensor<?x32xf32>
-  %h1, %n1 = g4.norm_residual %h, %x {post = @norm, next = @norm, scalar = @scalar, eps = 1.0e-06 : f64} : tensor<?x32xf32>
+  // CHECK: %{{.*}}, %{{.*}} = g4.norm_residual %{{.*}}, %{{.*}} {eps = {{.*}}, next = @norm, post = @norm, scalar = @scalar} : tensor<?x32xf32>, tensor<?x32xf32>
+  %h1, %n1 = g4.norm_residual %h, %x {post = @norm, next = @norm, scalar = @scalar, eps = 1.0e-06 : f64} : tensor<?x32xf32>, tensor<?x32xf32>
+  // CHECK: g4.norm_residual %{{.*}}, %{{.*}} {eps = {{.*}}, post = @norm} : tensor<?x32xf32>{{$}}
+  %h1b = g4.norm_residual %h1, %x {post = @norm, eps = 1.0e-06 : f64} : tensor<?x32xf32>
+  // CHECK: g4.qk_norm_rope_kv_write %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {eps = {{.*}}, head_dim = 16 : i64, k_norm = @qn, layer = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, q_norm = @qn, rope_theta = 1.000000e+04 : f64, rotary_pairs = 8 : i64, window = 4 : i64} : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32>
+  %qq = g4.qk_norm_rope_kv_write %q0, %k, %k, %pos {q_norm = @qn, k_norm = @qn, eps = 1.0e-06 : f64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64, rotary_pairs = 8 : i64, rope_theta = 1.0e+04 : f64, layer = 0 : i64, window = 4 : i64} : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?xi32>
+  // CHECK: g4.lm_head %{{.*}} {eps = {{.*}}, norm = @norm, softcap = 3.000000e+01 : f64, table = @embed_tokens} : tensor<?x32xf32> -> tensor<?x128xf32>
+  %lh = g4.lm_head %h1b {norm = @norm, table = @embed_tokens, eps = 1.0e-06 : f64, softcap = 30.0 : f64} : tensor<?x32xf32> -> tensor<?x128xf32>
   // CHECK: g4.gate_up %{{.*}}, @gate, @up : tensor<?x32xf32> -> tensor<?x96xf32>
   %gu = g4.gate_up %n1, @gate, @up : tensor<?x32xf32> -> tensor<?x96xf32>
   // CHECK: g4.gelu_tanh %{{.*}} : tensor<?x96xf32>
