@@ -117,6 +117,33 @@ TEST_F(TinyFrontend, FusedGraphHasOneKernelPerProjection) {
   EXPECT_EQ(n["g4.kv_buffer"], 12);
 }
 
+TEST(Frontend, Gemma31BPresetBuildsAndFuses) {
+  // The 31B geometry straight from the preset (no checkpoint): every layer gets one
+  // attention and one kv buffer of its kind, every Linear exactly one kernel.
+  const models::ModelConfig cfg = models::preset("gemma4-31b");
+  MLIRContext ctx;
+  auto module = frontend::build_decoder(ctx, cfg, frontend::expected_weights(cfg));
+  passes::PipelineOptions opts;
+  opts.budget_mib = 1 << 20;  // 1 TiB: residency is not what this test is about
+  std::string diag;
+  ASSERT_TRUE(passes::run_pipeline(*module, opts, "", &diag)) << diag;
+  auto n = test::op_counts(*module);
+  EXPECT_EQ(n["g4.attention"], cfg.num_layers);
+  EXPECT_EQ(n["g4.kv_buffer"], cfg.num_layers);
+  EXPECT_EQ(n["g4.gate_up"], cfg.num_layers);
+  EXPECT_EQ(size_t(n["g4.linear"] + 2 * n["g4.gate_up"]), models::linear_shapes(cfg).size());
+  module->walk([&](g4::KVBufferOp b) {
+    const int64_t layer = b.getLayerAttr().getInt();
+    EXPECT_EQ(b.getKind(), cfg.is_full(int(layer)) ? "paged" : "ring") << "layer " << layer;
+    EXPECT_EQ(b.getHeadDimAttr().getInt(), cfg.layers[layer].head_dim);
+    EXPECT_EQ(b.getNumKvHeadsAttr().getInt(), cfg.layers[layer].num_kv_heads);
+  });
+  auto kv = (*module)->getAttrOfType<DictionaryAttr>("g4.kv");
+  EXPECT_EQ(size_t(kv.getAs<IntegerAttr>("sliding_bytes_per_token").getInt()),
+            cfg.kv_bytes_per_token(models::LayerKind::Sliding));
+  EXPECT_EQ(size_t(kv.getAs<IntegerAttr>("full_bytes_per_token").getInt()), cfg.kv_bytes_per_token(models::LayerKind::Full));
+}
+
 TEST(Frontend, MissingTensorNamesTheCheckpoint) {
   // A config whose checkpoint lacks tensors: the error names the directory and the tensor.
   auto tmp = std::filesystem::temp_directory_path() / "g4c_frontend_missing";
