@@ -10,6 +10,7 @@
 #include "models/tokenizer.h"
 #include "runtime/engine.h"
 #include "runtime/serving.h"
+#include "runtime/cuda_backend/select.h"
 #include "tools/cli.h"
 
 namespace g4c::cli {
@@ -25,6 +26,7 @@ struct RunArgs {
   int kv_blocks = 0;
   int token_budget = 0;
   int chunk = 0;
+  runtime::DeviceFlags dev;  // --device/--emulate/--budget/--trace (runtime/cuda_backend/select.h)
 };
 
 // The plan to run. With --plan: that file. Without: the seam for codegen — once
@@ -50,7 +52,7 @@ void run(const RunArgs& a) {
   eo.kv_blocks = a.kv_blocks;
   eo.token_budget = a.token_budget;
   eo.chunk_tokens = a.chunk;
-  auto engine = runtime::Engine::open(dir, plan_for(a), eo);
+  auto engine = runtime::Engine::open(dir, plan_for(a), eo, runtime::backend_for_flags(a.dev, dir));
   if (!a.save_plan.empty()) engine->plan().save(a.save_plan);
 
   std::ofstream out(a.output);
@@ -71,6 +73,7 @@ void run(const RunArgs& a) {
   auto summary = runtime::serve_jsonl(*engine, tokenizer.get(), requests, a.input, out,
                                       so, [&](const runtime::GenerationResult&) { bar.add(1); });
   bar.finish();
+  runtime::add_device_summary(engine->backend(), summary.json);
   if (!a.summary.empty()) {
     std::ofstream s(a.summary);
     if (!s) throw Error(a.summary + ": cannot write summary file");
@@ -103,6 +106,11 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--max-num-batched-tokens", args->token_budget, "token budget per step (0: max(512, batch))");
   cmd->add_option("--chunk-size", args->chunk, "prefill tokens per sequence per step (0: plan maximum)");
   cmd->add_option("--save-plan", args->save_plan, "write the plan that runs (e.g. the reference plan) to this file");
+  cmd->add_option("--device", args->dev.device, "cpu or cuda")->capture_default_str();
+  cmd->add_option("--emulate", args->dev.emulate, "cuda: run in a green context emulating a MIG slice (1g.10gb)");
+  cmd->add_option("--budget", args->dev.budget, "cuda: device memory budget of the whole process (MiB, or 10GB/9.75GiB; 0 = none)")
+      ->capture_default_str();
+  cmd->add_option("--trace", args->dev.trace, "cuda: write a Chrome-trace JSON (Perfetto) of steps, kernels, copies, graphs");
   cmd->callback([args] { run(*args); });
 }
 

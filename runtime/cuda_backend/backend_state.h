@@ -14,6 +14,7 @@
 #include "runtime/cuda_backend/cuda_backend.h"
 #include "runtime/cuda_backend/device.h"
 #include "runtime/cuda_backend/extra_kernels.h"
+#include "runtime/cuda_backend/meta.h"
 #include "runtime/trace.h"
 
 namespace g4c::models {
@@ -44,13 +45,6 @@ struct DevValue {
   size_t elem() const { return type == VType::BF16 ? 2 : 4; }
 };
 
-// KV slot mapping shared by KV layers of the same kind and unit (ring capacity / block size).
-struct KvGroup {
-  fb::KvKind kind;
-  int unit = 0;          // ring capacity or block size
-  int64_t scratch = 0;   // slot written by padded rows (one past the last real slot)
-};
-
 struct DevKv {
   bf16* k = nullptr;
   bf16* v = nullptr;
@@ -58,23 +52,6 @@ struct DevKv {
   int group = 0;
   int window = 0;
   bool shared = false;
-};
-
-// Shape of one launch: the real batch, or a decode bucket (padded).
-struct Shape {
-  int T = 0, S = 0, R = 0;       // rows used by the kernels (padded for buckets)
-  int real_T = 0, real_S = 0, real_R = 0;
-  int max_q_len = 0, max_kv_len = 0;
-  bool bucket = false;
-};
-
-// Offsets (in bytes) of the batch metadata in one device buffer (mirrored in pinned memory).
-struct MetaLayout {
-  size_t tokens = 0, positions = 0, logit_rows = 0, q_start = 0, ctx_len = 0;
-  std::vector<size_t> slots;      // per KvGroup: int64 [cap_T]
-  std::vector<size_t> ring_base;  // per KvGroup: int32 [cap_S] (rings)
-  size_t block_table = 0;         // int32 [cap_S][max_blocks]
-  size_t bytes = 0;
 };
 
 class CudaBackend final : public runtime::Backend {

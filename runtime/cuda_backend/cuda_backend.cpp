@@ -189,24 +189,7 @@ void CudaBackend::ensure_capacity(int T, int S, int R) {
   attn_ws_ = dmalloc(attn, "attention workspace");
   ws_bytes_ += align256(attn);
   // Metadata.
-  MetaLayout m;
-  size_t at = 0;
-  auto take = [&](size_t bytes) {
-    const size_t o = at;
-    at = align256(at + bytes);
-    return o;
-  };
-  m.tokens = take(size_t(cap_T_) * 4);
-  m.positions = take(size_t(cap_T_) * 4);
-  m.logit_rows = take(size_t(cap_R_) * 4);
-  m.q_start = take(size_t(cap_S_ + 1) * 4);
-  m.ctx_len = take(size_t(cap_S_) * 4);
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    m.slots.push_back(take(size_t(cap_T_) * 8));
-    m.ring_base.push_back(take(size_t(cap_S_) * 4));
-  }
-  m.block_table = take(size_t(cap_S_) * max_blocks_ * 4);
-  m.bytes = at;
+  MetaLayout m = layout_meta(cap_T_, cap_S_, cap_R_, int(groups_.size()), max_blocks_);
   meta_ = m;
   meta_dev_ = dmalloc(m.bytes, "batch metadata");
   ws_bytes_ += align256(m.bytes);
@@ -224,58 +207,7 @@ int CudaBackend::rows_of(int value, const Shape& sh) const {
 }
 
 void CudaBackend::fill_meta(const BatchDesc& b, const Shape& sh) {
-  unsigned char* h = meta_host_;
-  auto i32 = [&](size_t off) { return reinterpret_cast<int32_t*>(h + off); };
-  int32_t* tok = i32(meta_.tokens);
-  int32_t* pos = i32(meta_.positions);
-  for (int i = 0; i < sh.T; ++i) {
-    tok[i] = i < sh.real_T ? b.token_ids[i] : 0;
-    pos[i] = i < sh.real_T ? b.positions[i] : 0;
-  }
-  int32_t* lr = i32(meta_.logit_rows);
-  for (int r = 0; r < sh.R; ++r) lr[r] = r < sh.real_R ? b.logit_rows[r] : 0;
-  int32_t* qs = i32(meta_.q_start);
-  int32_t* ctx = i32(meta_.ctx_len);
-  for (int s = 0; s <= sh.S; ++s) qs[s] = s < sh.real_S ? b.seqs[s].first_row : sh.real_T;
-  for (int s = 0; s < sh.S; ++s) ctx[s] = s < sh.real_S ? b.positions[b.seqs[s].first_row] : 0;
-  int32_t* bt = i32(meta_.block_table);
-  std::memset(bt, 0, size_t(sh.S) * max_blocks_ * 4);
-  for (int s = 0; s < sh.real_S; ++s) {
-    const auto* table = b.seqs[s].block_table;
-    if (!table) continue;
-    if (int(table->size()) > max_blocks_)
-      throw Error("cuda backend: a block table of " + std::to_string(table->size()) + " blocks exceeds the pool (" +
-                  std::to_string(max_blocks_) + ")");
-    std::copy(table->begin(), table->end(), bt + size_t(s) * max_blocks_);
-  }
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    const auto& grp = groups_[g];
-    const bool ring = grp.kind == fb::KvKind::Ring;
-    int64_t* sl = reinterpret_cast<int64_t*>(h + meta_.slots[g]);
-    int32_t* rb = i32(meta_.ring_base[g]);
-    for (int s = 0; s < sh.S; ++s)
-      rb[s] = s < sh.real_S && ring ? int32_t(int64_t(b.seqs[s].ring_slot) * grp.unit) : 0;
-    for (int i = 0; i < sh.T; ++i) {
-      if (i >= sh.real_T) {
-        sl[i] = grp.scratch;
-        continue;
-      }
-      const auto& seq = b.seqs[b.seq_of_row[i]];
-      const int p = b.positions[i];
-      if (ring) {
-        if (seq.ring_slot < 0 || seq.ring_slot >= kv_sizes_.ring_slots)
-          throw Error("cuda backend: ring slot " + std::to_string(seq.ring_slot) + " out of range");
-        sl[i] = int64_t(seq.ring_slot) * grp.unit + p % grp.unit;
-      } else {
-        const size_t blk = size_t(p / grp.unit);
-        if (!seq.block_table || blk >= seq.block_table->size())
-          throw Error("cuda backend: position " + std::to_string(p) + " has no KV block");
-        sl[i] = int64_t((*seq.block_table)[blk]) * grp.unit + p % grp.unit;
-      }
-    }
-  }
-  // One copy of everything up to the block tables' used part.
-  const size_t bytes = std::min(meta_.bytes, meta_.block_table + size_t(sh.S) * max_blocks_ * 4);
+  const size_t bytes = cudart::fill_meta(b, sh, groups_, meta_, max_blocks_, kv_sizes_.ring_slots, meta_host_);
   const int e0 = trace_on() ? event() : -1;
   if (e0 >= 0) check(cudaEventRecord(events_[e0], device_->stream()), "cudaEventRecord");
   check(cudaMemcpyAsync(meta_dev_, meta_host_, bytes, cudaMemcpyHostToDevice, device_->stream()), "metadata upload");
