@@ -145,4 +145,41 @@ def PlanOffload : Pass<"g4-plan-offload", "::mlir::ModuleOp"> {
   ];
 }
 
+// ---- quantization (issue 5; passes/quant/ holds the MLIR-free math) ----
+
+def QuantizeRTN : Pass<"g4-quantize-rtn", "::mlir::ModuleOp"> {
+  let summary = "mark every Linear weight INT4 group-quantized (round-to-nearest)";
+  let description = [{
+    Sets `quant = #g4.int4<group_size, symmetric, padded_in, scale_type = f16>`
+    on every g4.weight used as a Linear weight (g4.dequant feeding g4.matmul,
+    g4.linear, g4.gate_up); the embedding, norms and layer_scalar stay BF16.
+    RTN codes are a pure function of each weight, computed when the checkpoint
+    is written (`g4c quantize --method rtn`). Sets `g4.quantization`.
+  }];
+  let options = [
+    Option<"groupSize", "group-size", "int64_t", "128", "input elements per scale (64 or 128)">,
+    Option<"symmetric", "symmetric", "bool", "true", "symmetric codes (no zero points)">
+  ];
+}
+
+def GPTQ : Pass<"g4-gptq", "::mlir::ModuleOp"> {
+  let summary = "GPTQ over the graph's Linear weights, layer by layer, through a calibration executor";
+  let description = [{
+    For each decoder layer in order, hands the layer's Linear weights to the
+    calibration executor (passes/quant/calibration.h; tools/ implements it on
+    the runtime): the layer runs on calibration activations recomputed through
+    the already-quantized earlier layers, H = 2XᵀX per Linear input, dead
+    columns, damping, upper Cholesky of H⁻¹, blocked column-wise quantization
+    with error feedback. Then marks the weights #g4.int4 and sets
+    `g4.quantization`. Needs an executor (passes/GPTQ.h, `g4c quantize`).
+  }];
+  let options = [
+    Option<"groupSize", "group-size", "int64_t", "128", "input elements per scale (64 or 128)">,
+    Option<"symmetric", "symmetric", "bool", "true", "symmetric codes (no zero points)">,
+    Option<"damp", "damp", "double", "0.01", "damping as a fraction of mean(diag H)">,
+    Option<"blockSize", "block-size", "int64_t", "128", "columns per lazy-update block">,
+    Option<"actOrder", "act-order", "bool", "false", "columns by decreasing diag H (static groups)">
+  ];
+}
+
 #endif  // G4_PASSES_TD

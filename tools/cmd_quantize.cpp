@@ -27,6 +27,9 @@
 #include "models/progress.h"
 #include "models/safetensors.h"
 #include "models/tokenizer.h"
+#include "frontend/Frontend.h"
+#include "mlir/Pass/PassManager.h"
+#include "passes/GPTQ.h"
 #include "passes/quant/calibration.h"
 #include "passes/quant/quantizer.h"
 #include "tools/cli.h"
@@ -48,6 +51,7 @@ struct QuantArgs {
   int samples = 128, length = 512;
   int threads = 0;
   bool fake_quant = false;
+  std::string backend = "reference";
 };
 
 std::vector<float> tensor_f32(const models::Checkpoint& ck, const std::string& name) {
@@ -130,9 +134,15 @@ void run_quantize(const QuantArgs& a) {
     if (a.calibration.empty()) throw Error("quantize: --method gptq needs --calibration FILE.jsonl");
     auto tok = models::Tokenizer::load(src / "tokenizer.json");
     const auto seqs = calibration_set(a, *tok);
-    auto model = tools::RefModel::load(src, threads);
-    tools::RefCalibrationExecutor exec(*model, seqs, a.length);
-    calib_meta = {{"dataset", a.calibration}, {"samples_requested", a.samples}, {"samples", seqs.size()},
+    std::unique_ptr<tools::RefModel> model;
+    std::unique_ptr<quant::CalibrationExecutor> exec;
+    if (a.backend == "runtime") {
+      exec = std::make_unique<tools::EngineCalibrationExecutor>(src, seqs, a.length, threads);
+    } else {
+      model = tools::RefModel::load(src, threads);
+      exec = std::make_unique<tools::RefCalibrationExecutor>(*model, seqs, a.length);
+    }
+    calib_meta = {{"dataset", a.calibration}, {"executor", a.backend}, {"samples_requested", a.samples}, {"samples", seqs.size()},
                   {"sequence_length", a.length}, {"tokens", int64_t(seqs.size()) * a.length}};
     quant::GptqDriverOptions opt;
     opt.gptq.spec = spec;
@@ -151,7 +161,14 @@ void run_quantize(const QuantArgs& a) {
                              {"calibration_rows", r.calibration_rows}, {"seconds", r.seconds}});
     };
     opt.on_layer = [&](int, double) { bar.add(1); };
-    quant::run_gptq(exec, opt);
+    // GPTQ as a graph-level pass: the g4 graph of the model names the Linears, the
+    // pass drives them layer by layer through the executor.
+    mlir::MLIRContext ctx;
+    frontend::load_dialects(ctx);
+    mlir::OwningOpRef<mlir::ModuleOp> module = frontend::build_from_model_dir(ctx, src);
+    mlir::PassManager pm(&ctx);
+    pm.addPass(passes::createGptqPass({exec.get(), opt}));
+    if (mlir::failed(pm.run(*module))) throw Error("quantize: the g4-gptq pass failed on " + a.model);
   }
 
   // ---- write the checkpoint ----
@@ -239,6 +256,9 @@ void add_quantize_command(CLI::App& app) {
   cmd->add_option("--threads", a->threads, "worker threads (default: all cores)");
   cmd->add_flag("--fake-quant", a->fake_quant,
                 "write dequantized F32 weights instead of INT4 (for checking the INT4 path)");
+  cmd->add_option("--backend", a->backend,
+                  "GPTQ layer execution: runtime (the runtime Engine, CPU) or reference (tools/quant_executor)")
+      ->check(CLI::IsMember({"reference", "runtime"}));
   cmd->add_option("-o,--output", a->output, "output directory")->required();
   cmd->callback([a] { run_quantize(*a); });
 }

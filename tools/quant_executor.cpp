@@ -447,7 +447,11 @@ void RefModel::layer_forward(int layer, float* h, int64_t n_seq, int64_t len,
                              const quant::CalibrationExecutor::Observer* obs) const {
   const auto& g = p_->cfg.layers[layer];
   if (len > p_->max_pos) throw Error("sequence of " + std::to_string(len) + " tokens exceeds the RoPE table");
-  std::vector<std::vector<float>> K(static_cast<size_t>(n_seq)), V(static_cast<size_t>(n_seq));
+  thread_local std::vector<std::vector<float>> K, V;  // reused: no page faults per call
+  if (int64_t(K.size()) < n_seq) {
+    K.resize(size_t(n_seq));
+    V.resize(size_t(n_seq));
+  }
   for (int64_t s = 0; s < n_seq; ++s) {
     K[s].resize(size_t(len * g.num_kv_heads * g.head_dim));
     V[s].resize(size_t(len * g.num_kv_heads * g.head_dim));

@@ -74,3 +74,45 @@ class RefCalibrationExecutor : public quant::CalibrationExecutor {
 };
 
 }  // namespace g4c::tools
+
+namespace g4c::runtime {
+class Engine;
+}
+
+namespace g4c::tools {
+
+// The same two services on the runtime's Engine (runtime/engine.h, CPU backend):
+// next-token scoring through Engine::logits, and layer-by-layer calibration through
+// Engine::forward over a layer's step range with the backend's Linear observer and
+// Engine::replace_weight.
+class EngineScorer {
+ public:
+  EngineScorer(const std::filesystem::path& dir, int max_len, int threads);
+  ~EngineScorer();
+  const models::ModelConfig& config() const;
+  double score_sequence(std::span<const int32_t> ids, int chunk);
+
+ private:
+  std::unique_ptr<runtime::Engine> engine_;
+};
+
+class EngineCalibrationExecutor : public quant::CalibrationExecutor {
+ public:
+  EngineCalibrationExecutor(const std::filesystem::path& dir, const std::vector<std::vector<int32_t>>& sequences,
+                            int64_t len, int threads, int batch_sequences = 16);
+  ~EngineCalibrationExecutor() override;
+  int num_layers() const override;
+  std::vector<quant::LinearInfo> linears(int layer) const override;
+  void run_layer(int layer, const Observer& observe, bool advance) override;
+  std::vector<float> weight(int layer, const std::string& linear) const override;
+  void set_weight(int layer, const std::string& linear, std::span<const float> w) override;
+
+ private:
+  std::unique_ptr<runtime::Engine> engine_;
+  std::vector<std::vector<int32_t>> seqs_;
+  int64_t len_;
+  int batch_;
+  std::vector<float> h_, a_;  // layer-boundary values "h" and "a" of every sequence [n_seq·len, hidden]
+};
+
+}  // namespace g4c::tools

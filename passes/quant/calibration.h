@@ -61,4 +61,10 @@ struct GptqDriverOptions {
 // quantized layer.
 void run_gptq(CalibrationExecutor& exec, const GptqDriverOptions& opt);
 
+// One layer of run_gptq, restricted to the Linears `which` (the graph-level g4-gptq
+// pass passes the Linears it found in the g4 graph); every one must be among
+// exec.linears(layer) with the same shape. Returns the layer's reports.
+std::vector<LinearReport> gptq_layer(CalibrationExecutor& exec, int layer, const std::vector<LinearInfo>& which,
+                                     const GptqDriverOptions& opt);
+
 }  // namespace g4c::quant

@@ -38,12 +38,53 @@ void HessianAccumulator::add(const float* X, int64_t rows, int64_t ld, int threa
   rows_ += rows;
 }
 
-GptqResult gptq_quantize(const float* W, int64_t out, int64_t in, const std::vector<double>& Hin,
-                         const GptqOptions& opt) {
-  auto t0 = std::chrono::steady_clock::now();
-  const int64_t n = in, G = opt.spec.group_size;
+PreparedHessian prepare_hessian(const std::vector<double>& Hin, int64_t n, const GptqOptions& opt) {
   if (int64_t(Hin.size()) != n * n)
     throw Error("gptq: Hessian is " + std::to_string(Hin.size()) + " values, expected " + std::to_string(n) + "²");
+  PreparedHessian P;
+  P.n = n;
+  std::vector<double> H = Hin;
+  P.dead.assign(static_cast<size_t>(n), 0);
+  for (int64_t j = 0; j < n; ++j)
+    if (H[j * n + j] == 0.0) {
+      ++P.dead_columns;
+      P.dead[j] = 1;
+      H[j * n + j] = 1.0;
+    }
+  P.perm.resize(static_cast<size_t>(n));
+  std::iota(P.perm.begin(), P.perm.end(), 0);
+  if (opt.act_order) {
+    std::stable_sort(P.perm.begin(), P.perm.end(),
+                     [&](int64_t a, int64_t b) { return H[a * n + a] > H[b * n + b]; });
+    std::vector<double> Hp(static_cast<size_t>(n * n));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) Hp[i * n + j] = H[P.perm[i] * n + P.perm[j]];
+    H.swap(Hp);
+  }
+  double mean_diag = 0.0;
+  for (int64_t j = 0; j < n; ++j) mean_diag += H[j * n + j];
+  mean_diag /= double(n);
+  P.damp_value = opt.damp * mean_diag;
+  for (int64_t j = 0; j < n; ++j) H[j * n + j] += P.damp_value;
+  P.hinv.resize(static_cast<size_t>(n * n));
+  if (!upper_cholesky_of_inverse(H.data(), n, P.hinv.data()))
+    throw Error("gptq: the damped Hessian (" + std::to_string(n) + "×" + std::to_string(n) + ", damp " +
+                std::to_string(opt.damp) + ") is not positive definite; raise --damp");
+  return P;
+}
+
+GptqResult gptq_quantize(const float* W, int64_t out, int64_t in, const std::vector<double>& H,
+                         const GptqOptions& opt) {
+  auto t0 = std::chrono::steady_clock::now();
+  GptqResult r = gptq_quantize(W, out, in, prepare_hessian(H, in, opt), opt);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+GptqResult gptq_quantize(const float* W, int64_t out, int64_t in, const PreparedHessian& P, const GptqOptions& opt) {
+  auto t0 = std::chrono::steady_clock::now();
+  const int64_t n = in, G = opt.spec.group_size;
+  if (P.n != n) throw Error("gptq: Hessian is " + std::to_string(P.n) + "² for a Linear with " + std::to_string(n) + " inputs");
   if (opt.block_size <= 0) throw Error("gptq: block size must be positive");
   GptqResult res;
   QuantizedLinear& q = res.q;
@@ -56,50 +97,31 @@ GptqResult gptq_quantize(const float* W, int64_t out, int64_t in, const std::vec
   q.codes.assign(size_t(out * q.padded_in), 0);
   q.scales.assign(size_t(out * ng), 0.f);
   q.zeros.assign(size_t(out * ng), 0);
+  res.dead_columns = P.dead_columns;
+  res.damp_value = P.damp_value;
+  const std::vector<int64_t>& perm = P.perm;
+  const std::vector<double>& Hinv = P.hinv;
 
-  std::vector<double> H = Hin;
   std::vector<double> Wd(size_t(out * n));
   for (int64_t k = 0; k < out * n; ++k) Wd[k] = W[k];
   for (int64_t j = 0; j < n; ++j)
-    if (H[j * n + j] == 0.0) {
-      ++res.dead_columns;
-      H[j * n + j] = 1.0;
+    if (P.dead[j])
       for (int64_t o = 0; o < out; ++o) Wd[o * n + j] = 0.0;
-    }
-
   auto set_params = [&](int64_t o, int64_t g, const GroupParams& p) {
     q.scales[o * ng + g] = p.scale;
     q.zeros[o * ng + g] = uint8_t(p.zero);
   };
-  // Column visiting order.
-  std::vector<int64_t> perm(static_cast<size_t>(n));
-  std::iota(perm.begin(), perm.end(), 0);
   if (opt.act_order) {
-    std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) { return H[a * n + a] > H[b * n + b]; });
     for (int64_t o = 0; o < out; ++o)
       for (int64_t g = 0; g < ng; ++g) {
         int64_t c0 = g * G;
         set_params(o, g, group_params(Wd.data() + o * n + c0, std::min(G, n - c0), 1, q.symmetric));
       }
-    std::vector<double> Hp(size_t(n * n)), Wp(size_t(out * n));
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < n; ++j) Hp[i * n + j] = H[perm[i] * n + perm[j]];
+    std::vector<double> Wp(size_t(out * n));
     for (int64_t o = 0; o < out; ++o)
       for (int64_t j = 0; j < n; ++j) Wp[o * n + j] = Wd[o * n + perm[j]];
-    H.swap(Hp);
     Wd.swap(Wp);
   }
-
-  double mean_diag = 0.0;
-  for (int64_t j = 0; j < n; ++j) mean_diag += H[j * n + j];
-  mean_diag /= double(n);
-  res.damp_value = opt.damp * mean_diag;
-  for (int64_t j = 0; j < n; ++j) H[j * n + j] += res.damp_value;
-
-  std::vector<double> Hinv(size_t(n * n));
-  if (!upper_cholesky_of_inverse(H.data(), n, Hinv.data()))
-    throw Error("gptq: the damped Hessian (" + std::to_string(n) + "×" + std::to_string(n) + ", damp " +
-                std::to_string(opt.damp) + ") is not positive definite; raise --damp");
 
   const int64_t B = opt.block_size;
   std::vector<double> E(size_t(out * B));

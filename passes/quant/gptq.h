@@ -62,4 +62,17 @@ struct GptqResult {
 GptqResult gptq_quantize(const float* W, int64_t out, int64_t in, const std::vector<double>& H,
                          const GptqOptions& opt);
 
+// The part of GPTQ that depends only on H and the options (dead columns, column
+// order, damping, Hinv): Linears fed the same input (q/k/v, gate/up) share it.
+struct PreparedHessian {
+  int64_t n = 0;
+  std::vector<char> dead;      // [n]
+  std::vector<int64_t> perm;   // visiting order (identity without act-order)
+  std::vector<double> hinv;    // upper Cholesky factor of the damped, permuted H⁻¹
+  int64_t dead_columns = 0;
+  double damp_value = 0.0;
+};
+PreparedHessian prepare_hessian(const std::vector<double>& H, int64_t n, const GptqOptions& opt);
+GptqResult gptq_quantize(const float* W, int64_t out, int64_t in, const PreparedHessian& P, const GptqOptions& opt);
+
 }  // namespace g4c::quant

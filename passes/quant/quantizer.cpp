@@ -49,7 +49,7 @@ int64_t padded_in_features(int64_t in, int group_size) {
 }
 
 std::vector<float> QuantizedLinear::dequantized() const {
-  std::vector<float> w(size_t(out * in));
+  std::vector<float> w(static_cast<size_t>(out * in));
   for (int64_t o = 0; o < out; ++o)
     for (int64_t i = 0; i < in; ++i) w[o * in + i] = dequant(o, i);
   return w;

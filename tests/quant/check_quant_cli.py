@@ -104,6 +104,11 @@ if case == "eval_golden":
         check(k in q, f"quality JSON has {k}")
     check(q["schema_version"] == 2 and abs(q["perplexity"] - math.exp(q["mean_nll"])) < 1e-9, "schema 2, perplexity")
     check(sum(v["token_count"] for v in q["by_bucket"].values()) == q["token_count"], "buckets sum to the total")
+    rt = evaluate(model, ds, os.path.join(work, "golden3-runtime.json"), "--backend", "runtime")
+    # The runtime Engine (CPU backend) and the eval tool's own fp32 forward: same math,
+    # different kernels; fp32 reassociation moves the NLL sum by ~1e-6 relative.
+    check(rt["token_count"] == q["token_count"] and abs(rt["nll_sum"] - q["nll_sum"]) < 1e-5 * q["nll_sum"],
+          f"--backend runtime nll_sum {rt['nll_sum']:.6f} == reference executor {q['nll_sum']:.6f}")
     withref = evaluate(model, ds, os.path.join(work, "golden3-ref.json"), "--reference", os.path.join(work, "golden3-c16.json"))
     check(abs(withref["delta_nll"] - (withref["mean_nll"] - res[16]["mean_nll"])) < 1e-12 and
           withref["reference_mean_nll"] == res[16]["mean_nll"], "--reference gives reference_mean_nll and delta_nll")
