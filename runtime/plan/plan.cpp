@@ -37,7 +37,8 @@ void check_ids(const fb::Plan& p, const std::string& name) {
   for (int i = 0; i < nk; ++i) {
     const auto* k = p.kv()->Get(i);
     if (k->num_kv_heads() <= 0 || k->head_dim() <= 0) bad(fmt("kv %d has no heads", i));
-    if (k->kind() == fb::KvKind::Ring && k->capacity() < k->window()) bad(fmt("ring kv %d capacity < window", i));
+    if (k->kind() == fb::KvKind::Ring && k->capacity() < k->window() - 1 + p.max_chunk_tokens())
+      bad(fmt("ring kv %d: capacity %d < window - 1 + max_chunk_tokens", i, k->capacity()));
     if (k->kind() == fb::KvKind::Paged && k->block_size() <= 0) bad(fmt("paged kv %d has block size 0", i));
   }
   for (int s = 0; s < int(p.program()->size()); ++s) {
@@ -60,6 +61,159 @@ void check_ids(const fb::Plan& p, const std::string& name) {
   }
   if (p.logits_value() < 0 || p.logits_value() >= nv) bad("logits_value out of range");
   if (p.max_chunk_tokens() <= 0) bad("max_chunk_tokens must be positive");
+}
+
+// Arity and shape agreement of every step with KERNELS.md, so that no backend indexes a
+// value or weight out of its bounds on a (corrupt or hand-made) plan that passes verification.
+void check_shapes(const fb::Plan& p, const std::string& name) {
+  auto bad = [&](int s, const std::string& what) {
+    throw Error(name + ": inconsistent plan: step " + std::to_string(s) + " (" +
+                fb::EnumNameKernelId(p.program()->Get(s)->kernel()) + "): " + what);
+  };
+  auto cols = [&](int v) { return int64_t(p.values()->Get(v)->cols()); };
+  auto wshape = [&](int w) -> std::vector<int64_t> {
+    if (w < 0) return {};
+    const auto* sh = p.weights()->Get(w)->shape();
+    return {sh->begin(), sh->end()};
+  };
+  auto numel = [&](int w) {
+    int64_t n = 1;
+    for (auto d : wshape(w)) n *= d;
+    return w < 0 ? int64_t(0) : n;
+  };
+  for (int s = 0; s < int(p.program()->size()); ++s) {
+    const auto* st = p.program()->Get(s);
+    const auto* a = st->attrs();
+    const int ni = st->inputs() ? int(st->inputs()->size()) : 0;
+    const int no = st->outputs() ? int(st->outputs()->size()) : 0;
+    const int nw = st->weights() ? int(st->weights()->size()) : 0;
+    auto in = [&](int i) { return st->inputs()->Get(i); };
+    auto out = [&](int i) { return st->outputs()->Get(i); };
+    auto w = [&](int i) { return i < nw ? st->weights()->Get(i) : -1; };
+    auto need = [&](int i_, int o_, int w_) {
+      if (ni < i_ || no < o_ || nw < w_)
+        bad(s, "needs " + std::to_string(i_) + " inputs, " + std::to_string(o_) + " outputs, " + std::to_string(w_) + " weights");
+    };
+    auto same_cols = [&](int x, int y) {
+      if (cols(x) != cols(y)) bad(s, "values of different widths");
+    };
+    auto heads_ok = [&](int64_t c, int d) {
+      if (d <= 0 || c % d != 0) bad(s, "width " + std::to_string(c) + " is not a multiple of head_dim " + std::to_string(d));
+    };
+    auto kv_row = [&]() {
+      const auto* k = p.kv()->Get(a->kv_layer());
+      return int64_t(k->num_kv_heads()) * k->head_dim();
+    };
+    // Row spaces: SelectLogitRows / LmHead go from Tokens to LogitRows; every other kernel
+    // keeps one row space, and the per-token kernels (positions, KV) need Tokens.
+    auto rows = [&](int v) { return p.values()->Get(v)->rows(); };
+    const bool to_logit_rows = st->kernel() == fb::KernelId::SelectLogitRows || st->kernel() == fb::KernelId::LmHead;
+    const bool per_token = st->kernel() == fb::KernelId::Embed || st->kernel() == fb::KernelId::Rope ||
+                           st->kernel() == fb::KernelId::KvWrite || st->kernel() == fb::KernelId::QkNormRopeKvWrite ||
+                           st->kernel() == fb::KernelId::Attention;
+    for (int i = 0; i < ni; ++i) {
+      const auto want = to_logit_rows || per_token ? fb::RowSpace::Tokens : (ni ? rows(in(0)) : rows(out(0)));
+      if (rows(in(i)) != want) bad(s, "input " + std::to_string(i) + " is in the wrong row space");
+    }
+    for (int i = 0; i < no; ++i) {
+      const auto want = to_logit_rows ? fb::RowSpace::LogitRows
+                        : per_token   ? fb::RowSpace::Tokens
+                                      : (ni ? rows(in(0)) : rows(out(0)));
+      if (rows(out(i)) != want) bad(s, "output " + std::to_string(i) + " is in the wrong row space");
+    }
+    switch (st->kernel()) {
+      case fb::KernelId::Embed: {
+        need(0, 1, 1);
+        auto sh = wshape(w(0));
+        if (sh.size() != 2 || sh[1] != cols(out(0))) bad(s, "embedding is not [vocab, width of the output]");
+        break;
+      }
+      case fb::KernelId::RmsNorm:
+        need(1, 1, 0);
+        same_cols(in(0), out(0));
+        if (a->norm_dim() <= 0 || cols(in(0)) % a->norm_dim()) bad(s, "norm_dim does not divide the width");
+        if (w(0) >= 0 && numel(w(0)) != a->norm_dim()) bad(s, "norm weight has not norm_dim elements");
+        break;
+      case fb::KernelId::Linear: {
+        const bool gate = a->epilogue() == fb::Epilogue::GeluTanhGateUp, res = a->epilogue() == fb::Epilogue::ResidualAdd;
+        need(res ? 2 : 1, 1, gate ? 2 : 1);
+        for (int i = 0; i < (gate ? 2 : 1); ++i) {
+          auto sh = wshape(w(i));
+          if (sh.size() != 2 || sh[0] != cols(out(0)) || sh[1] != cols(in(0))) bad(s, "weight is not [out width, in width]");
+        }
+        if (res) same_cols(in(1), out(0));
+        if (p.values()->Get(in(0))->rows() != p.values()->Get(out(0))->rows()) bad(s, "input and output rows differ");
+        break;
+      }
+      case fb::KernelId::Rope:
+        need(1, 1, 0);
+        same_cols(in(0), out(0));
+        heads_ok(cols(in(0)), a->head_dim());
+        if (a->rotary_pairs() < 0 || 2 * a->rotary_pairs() > a->head_dim()) bad(s, "rotary_pairs > head_dim/2");
+        break;
+      case fb::KernelId::KvWrite:
+        need(2, 0, 0);
+        if (cols(in(0)) != kv_row() || cols(in(1)) != kv_row()) bad(s, "k/v width differs from the KV layer");
+        break;
+      case fb::KernelId::QkNormRopeKvWrite:
+        need(3, 1, 2);
+        if (a->num_q_heads() <= 0 || cols(in(0)) != int64_t(a->num_q_heads()) * a->head_dim()) bad(s, "q width");
+        same_cols(in(0), out(0));
+        if (cols(in(1)) != kv_row() || cols(in(2)) != kv_row()) bad(s, "k/v width differs from the KV layer");
+        if (numel(w(0)) != a->head_dim() || numel(w(1)) != a->head_dim()) bad(s, "q/k norm weights are not head_dim");
+        if (a->rotary_pairs() < 0 || 2 * a->rotary_pairs() > a->head_dim()) bad(s, "rotary_pairs > head_dim/2");
+        break;
+      case fb::KernelId::Attention: {
+        need(1, 1, 0);
+        const auto* k = p.kv()->Get(a->kv_layer());
+        if (a->num_kv_heads() != k->num_kv_heads() || a->head_dim() != k->head_dim() || a->num_kv_heads() <= 0 ||
+            a->num_q_heads() % a->num_kv_heads() != 0)
+          bad(s, "heads do not match the KV layer");
+        if (cols(in(0)) != int64_t(a->num_q_heads()) * a->head_dim()) bad(s, "q width");
+        same_cols(in(0), out(0));
+        if (k->kind() == fb::KvKind::Ring && (a->window() <= 0 || a->window() > k->capacity()))
+          bad(s, "a ring KV layer needs a window within its capacity");
+        break;
+      }
+      case fb::KernelId::Add:
+      case fb::KernelId::Mul:
+        need(2, 1, 0);
+        same_cols(in(0), in(1));
+        same_cols(in(0), out(0));
+        break;
+      case fb::KernelId::Scale:
+      case fb::KernelId::GeluTanh:
+      case fb::KernelId::Softcap:
+        need(1, 1, 0);
+        same_cols(in(0), out(0));
+        if (st->kernel() == fb::KernelId::Scale && w(0) >= 0 && numel(w(0)) != 1) bad(s, "scale weight is not a scalar");
+        if (st->kernel() == fb::KernelId::Softcap && !(a->softcap() > 0)) bad(s, "softcap must be > 0");
+        break;
+      case fb::KernelId::SelectLogitRows:
+        need(1, 1, 0);
+        same_cols(in(0), out(0));
+        break;
+      case fb::KernelId::PostNormResidual:
+        need(2, 1, 1);
+        same_cols(in(0), in(1));
+        same_cols(in(0), out(0));
+        if (numel(w(0)) != cols(in(0))) bad(s, "post norm weight width");
+        if (w(1) >= 0 && numel(w(1)) != 1) bad(s, "layer scalar is not a scalar");
+        if (no > 1 && (w(2) < 0 || numel(w(2)) != cols(in(0)))) bad(s, "second output needs a next-norm weight");
+        if (no > 1) same_cols(in(0), out(1));
+        break;
+      case fb::KernelId::LmHead: {
+        need(1, 1, 2);
+        auto sh = wshape(w(1));
+        if (numel(w(0)) != cols(in(0)) || sh.size() != 2 || sh[1] != cols(in(0)) || sh[0] != cols(out(0)))
+          bad(s, "final norm / embedding do not match the hidden and vocab widths");
+        break;
+      }
+      case fb::KernelId::Argmax:
+        need(1, 1, 0);
+        break;
+    }
+  }
 }
 
 uint64_t fnv1a(const std::string& s) {
@@ -85,6 +239,7 @@ Plan Plan::from_bytes(std::vector<uint8_t> bytes, const std::string& name) {
     throw Error(name + ": plan format version " + std::to_string(root->format_version()) + ", this g4c reads version " +
                 std::to_string(kPlanFormatVersion) + " (recompile the plan)");
   check_ids(*root, name);
+  check_shapes(*root, name);
   Plan p;
   p.bytes_ = std::move(bytes);
   p.name_ = name;

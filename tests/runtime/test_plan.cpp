@@ -139,3 +139,44 @@ TEST(Plan, PlanForAnotherCheckpointIsRefused) {
     EXPECT_NE(std::string(e.what()).find("another checkpoint"), std::string::npos) << e.what();
   }
 }
+
+TEST(Plan, StepsThatDisagreeWithTheirBindingsAreRefused) {
+  Tiny t;
+  const auto good = plan::build_reference_plan(t.cfg, *t.ckpt).bytes();
+  auto expect_refused = [&](auto&& edit, const char* what) {
+    auto bytes = good;
+    auto* root = fb::GetMutablePlan(bytes.data());
+    edit(*root);
+    try {
+      plan::Plan::from_bytes(bytes, "edited.g4p");
+      ADD_FAILURE() << what << ": accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("inconsistent plan"), std::string::npos) << what << ": " << e.what();
+    }
+  };
+  auto first = [](fb::Plan& p, fb::KernelId k) {
+    for (unsigned i = 0; i < p.program()->size(); ++i)
+      if (p.program()->Get(i)->kernel() == k) return p.mutable_program()->GetMutableObject(i);
+    return static_cast<fb::Step*>(nullptr);
+  };
+  // A q_proj bound to the embedding ([8192, 256] instead of [256, 256]).
+  expect_refused([&](fb::Plan& p) { first(p, fb::KernelId::Linear)->mutable_weights()->Mutate(0, 0); }, "wrong weight");
+  // The full layer 5's attention (q of 4 heads x 128) reading h (256 wide).
+  expect_refused([&](fb::Plan& p) {
+    for (unsigned i = 0; i < p.program()->size(); ++i) {
+      auto* st = p.mutable_program()->GetMutableObject(i);
+      if (st->kernel() == fb::KernelId::Attention && st->layer() == 5)
+        st->mutable_inputs()->Mutate(0, first(p, fb::KernelId::Embed)->outputs()->Get(0));
+    }
+  }, "attention on h");
+  // More rotary pairs than head_dim/2.
+  expect_refused([&](fb::Plan& p) { first(p, fb::KernelId::QkNormRopeKvWrite)->mutable_attrs()->mutate_rotary_pairs(33); },
+                 "rotary pairs");
+  // A ring too small for the window plus a chunk.
+  expect_refused([&](fb::Plan& p) { p.mutable_kv()->GetMutableObject(0)->mutate_capacity(128); }, "ring capacity");
+  // The LM head writing token rows.
+  expect_refused([&](fb::Plan& p) {
+    auto* st = first(p, fb::KernelId::LmHead);
+    st->mutable_outputs()->Mutate(0, st->inputs()->Get(0));
+  }, "lm head rows");
+}
