@@ -29,10 +29,13 @@ struct RunArgs {
   runtime::DeviceFlags dev;  // --device/--emulate/--budget/--trace (runtime/cuda_backend/select.h)
 };
 
-// The plan to run. With --plan: that file. Without: the seam for codegen — once
-// `g4c compile`'s in-process entry exists, call it here (tools/ may depend on codegen);
-// until then the runtime's reference builder (runtime/plan/reference_builder.h) emits the
-// same program inside Engine::open.
+// The plan to run. With --plan: that file. Without: the seam for codegen. Codegen now
+// exists (tools/cmd_compile.cpp: frontend::build_decoder → passes::run_pipeline →
+// codegen::emit_plan) and is tested step for step equal to the reference builder, but it
+// is not called in-process here yet: the runtime's reference builder
+// (runtime/plan/reference_builder.h) emits that same program inside Engine::open, with the
+// ring capacity matched to this run's token budget. To switch, build the plan here the way
+// cmd_compile.cpp does, with max_chunk >= the engine's chunk size.
 std::optional<plan::Plan> plan_for(const RunArgs& a) {
   if (!a.plan.empty()) return plan::Plan::load_file(a.plan);
   return std::nullopt;
