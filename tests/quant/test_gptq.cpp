@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "models/error.h"
@@ -184,6 +185,10 @@ struct Case {
   int block;
 };
 
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << "in " << c.n << " G " << c.G << (c.sym ? " sym" : " asym") << " block " << c.block;
+}
+
 class GptqVsReference : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GptqVsReference, MatchesFloat64AndBeatsRtn) {
@@ -215,7 +220,12 @@ INSTANTIATE_TEST_SUITE_P(Quant, GptqVsReference,
                                            Case{256, 64, true, 128}, Case{256, 64, false, 128},
                                            Case{200, 128, true, 128},   // in not a multiple of G: padded_in 256
                                            Case{200, 64, false, 32},    // block smaller than group
-                                           Case{320, 128, false, 128}));
+                                           Case{320, 128, false, 128}),
+                         [](const ::testing::TestParamInfo<Case>& i) {  // stable names (no padding bytes)
+                           const Case& c = i.param;
+                           return "in" + std::to_string(c.n) + "_g" + std::to_string(c.G) + (c.sym ? "_sym" : "_asym") +
+                                  "_b" + std::to_string(c.block);
+                         });
 
 TEST(QuantGptq, PredictedLossIsTheDampedObjective) {
   Layer L = make_layer(256, 128, 16, 11);
