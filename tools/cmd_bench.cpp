@@ -1,12 +1,313 @@
-// g4c bench — placeholder until its issue lands; says so and exits non-zero.
+// g4c bench — loads the model once, warms up, then runs the whole requests jsonl N times in one
+// process (through the serving library of `g4c run`) and writes a report JSON: elapsed
+// median/min/max, generated tokens/s, TTFT/TPOT p50/p99 (pooled over the timed runs), peak
+// device bytes, and per phase (prefill, decode) FLOPs and bytes against the device ceilings
+// (DESIGN.md §5; work model in tools/bench_roofline.h). Phase times: prefill = median elapsed of
+// runs of the same requests with max_new_tokens 1; decode = median full elapsed − that.
+// --plot draws the report (and any --compare reports) as a PNG (tools/bench_plot.h).
+#include <sys/resource.h>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "models/error.h"
+#include "models/progress.h"
+#include "models/tokenizer.h"
+#include "runtime/cuda_backend/select.h"
+#include "runtime/engine.h"
+#include "runtime/serving.h"
+#include "tools/bench_plot.h"
+#include "tools/bench_roofline.h"
 #include "tools/cli.h"
 
 namespace g4c::cli {
+namespace {
+
+using nlohmann::json;
+
+struct BenchArgs {
+  std::string model, input, report, plot, label;
+  std::vector<std::string> compare;
+  bool plot_only = false;
+  int repeat = 3, warmup = 1, warmup_requests = 0;
+  int batch_size = 8, max_seq_len = 2048, max_new_tokens = 32, threads = 0;
+  bool ignore_eos = false;
+  runtime::DeviceFlags dev;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(path + ": cannot open");
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// The same requests with max_new_tokens 1: the prefill-only workload. Lines that are not JSON
+// objects are kept as they are (the serving library reports them).
+std::string prefill_only(const std::string& jsonl) {
+  std::istringstream in(jsonl);
+  std::string line, out;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object()) {
+      j["max_new_tokens"] = 1;
+      line = j.dump();
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+// The first n requests (n <= 0: all): the warm-up workload of --warmup-requests.
+std::string first_requests(const std::string& jsonl, int n) {
+  if (n <= 0) return jsonl;
+  std::istringstream in(jsonl);
+  std::string line, out;
+  while (n > 0 && std::getline(in, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    out += line + "\n";
+    --n;
+  }
+  return out;
+}
+
+struct RunRecord {
+  json summary;
+  std::vector<runtime::GenerationResult> results;  // in request order
+  int64_t steps = 0;
+};
+
+RunRecord run_once(runtime::Engine& engine, const models::Tokenizer* tok, const std::string& jsonl,
+                   const std::string& file, const runtime::ServeOptions& so) {
+  RunRecord rec;
+  std::istringstream in(jsonl);
+  std::ostringstream out;  // outputs jsonl: not kept
+  const int64_t steps0 = engine.stats().steps;
+  std::vector<runtime::GenerationResult> done;
+  auto s = runtime::serve_jsonl(engine, tok, in, file, out, so,
+                                [&](const runtime::GenerationResult& r) { done.push_back(r); });
+  if (s.failed > 0)
+    throw Error(file + ": " + std::to_string(s.failed) + " of " + std::to_string(s.requests) +
+                " requests failed (run `g4c run` on it to see which)");
+  rec.steps = engine.stats().steps - steps0;
+  rec.summary = std::move(s.json);
+  rec.summary["steps"] = rec.steps;
+  std::sort(done.begin(), done.end(), [](const auto& a, const auto& b) { return std::stoll(a.id) < std::stoll(b.id); });
+  rec.results = std::move(done);
+  return rec;
+}
+
+// FNV-1a over every request's generated token ids, in request order.
+uint64_t tokens_hash(const std::vector<runtime::GenerationResult>& rs) {
+  uint64_t h = 1469598103934665603ull;
+  for (const auto& r : rs) {
+    for (int32_t t : r.tokens)
+      for (int k = 0; k < 4; ++k) h = (h ^ ((uint32_t(t) >> (8 * k)) & 0xFF)) * 1099511628211ull;
+    h = (h ^ 0xFF) * 1099511628211ull;  // request separator
+  }
+  return h;
+}
+
+json run_json(const RunRecord& r) {
+  const double e = r.summary["elapsed_s"], g = r.summary["generated_tokens"].get<double>();
+  return {{"elapsed_s", e},
+          {"generated_tokens", r.summary["generated_tokens"]},
+          {"generated_tokens_per_s", e > 0 ? g / e : 0.0},
+          {"ttft_p50_s", r.summary["ttft_p50_s"]},
+          {"ttft_p99_s", r.summary["ttft_p99_s"]},
+          {"tpot_p50_s", r.summary["tpot_p50_s"]},
+          {"tpot_p99_s", r.summary["tpot_p99_s"]},
+          {"steps", r.steps},
+          {"preemptions", r.summary["preemptions"]},
+          {"tokens_fnv1a", std::to_string(tokens_hash(r.results))}};
+}
+
+json stats_of(const std::vector<double>& v) {
+  return {{"median", bench::percentile(v, 50)},
+          {"min", *std::min_element(v.begin(), v.end())},
+          {"max", *std::max_element(v.begin(), v.end())}};
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  char b[32];
+  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return b;
+}
+
+json bench(const BenchArgs& a) {
+  const std::filesystem::path dir = a.model;
+  const std::string jsonl = read_file(a.input), prefill_jsonl = prefill_only(jsonl);
+  std::unique_ptr<models::Tokenizer> tok;
+  if (std::filesystem::exists(dir / "tokenizer.json")) tok = models::Tokenizer::load(dir / "tokenizer.json");
+
+  // Ceilings first, before the model's weights and threads are up.
+  const bench::Ceilings ceil =
+      a.dev.device == "cuda" ? bench::cuda_ceilings(!a.dev.emulate.empty()) : bench::measure_cpu_ceilings(a.threads);
+
+  runtime::EngineOptions eo;
+  eo.max_sequences = a.batch_size;
+  eo.max_seq_len = a.max_seq_len;
+  eo.threads = a.threads;
+  const auto t_load = std::chrono::steady_clock::now();
+  auto engine = runtime::Engine::open(dir, std::nullopt, eo, runtime::backend_for_flags(a.dev, dir));
+  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
+  runtime::ServeOptions so;
+  so.default_max_new_tokens = a.max_new_tokens;
+  so.ignore_eos = a.ignore_eos;
+  so.device = std::string(engine->backend().name()) + " (" + engine->plan()->generator()->str() + ")";
+
+  Progress bar("bench " + std::filesystem::path(a.input).filename().string(), uint64_t(a.warmup + 2 * a.repeat));
+  const std::string warm = first_requests(jsonl, a.warmup_requests);
+  for (int i = 0; i < a.warmup; ++i, bar.add(1)) run_once(*engine, tok.get(), warm, a.input, so);
+  std::vector<RunRecord> full, pre;
+  for (int i = 0; i < a.repeat; ++i, bar.add(1)) full.push_back(run_once(*engine, tok.get(), jsonl, a.input, so));
+  for (int i = 0; i < a.repeat; ++i, bar.add(1))
+    pre.push_back(run_once(*engine, tok.get(), prefill_jsonl, a.input, so));
+  bar.finish();
+
+  json rep;
+  rep["schema"] = "g4c-bench/1";
+  rep["model"] = a.model;
+  rep["input"] = a.input;
+  rep["date"] = utc_now();
+  rep["label"] = a.label;
+  rep["options"] = {{"repeat", a.repeat},         {"warmup", a.warmup}, {"warmup_requests", a.warmup_requests},         {"batch_size", a.batch_size},
+                    {"max_new_tokens", a.max_new_tokens}, {"ignore_eos", a.ignore_eos},
+                    {"device", a.dev.device},     {"emulate", a.dev.emulate},   {"budget", a.dev.budget},
+                    {"token_budget", engine->options().token_budget},
+                    {"chunk_tokens", engine->options().chunk_tokens}};
+  rep["load_s"] = load_s;
+  rep["requests"] = full[0].summary["requests"];
+  std::vector<double> el, pel, ttft, tpot;
+  std::vector<bench::RequestShape> shapes;
+  int64_t prompt_total = 0;
+  for (const auto& r : full[0].results) {
+    shapes.push_back({r.prompt_tokens, int64_t(r.tokens.size())});
+    prompt_total += r.prompt_tokens;
+  }
+  rep["prompt_tokens"] = prompt_total;
+  json runs = json::array(), pruns = json::array();
+  for (const auto& r : full) {
+    runs.push_back(run_json(r));
+    el.push_back(r.summary["elapsed_s"]);
+    for (const auto& x : r.results) {
+      if (!x.tokens.empty()) ttft.push_back(x.prefill_latency_s);
+      tpot.insert(tpot.end(), x.decode_latencies_s.begin(), x.decode_latencies_s.end());
+    }
+  }
+  for (const auto& r : pre) {
+    pruns.push_back(run_json(r));
+    pel.push_back(r.summary["elapsed_s"]);
+  }
+  rep["runs"] = runs;
+  rep["prefill_runs"] = pruns;
+  rep["elapsed_s"] = stats_of(el);
+  rep["generated_tokens"] = full[0].summary["generated_tokens"];
+  const double med = rep["elapsed_s"]["median"];
+  rep["generated_tokens_per_s"] = med > 0 ? full[0].summary["generated_tokens"].get<double>() / med : 0.0;
+  rep["ttft_s"] = {{"p50", bench::percentile(ttft, 50)}, {"p99", bench::percentile(ttft, 99)}};
+  rep["tpot_s"] = {{"p50", bench::percentile(tpot, 50)}, {"p99", bench::percentile(tpot, 99)}};
+  rep["percentiles_over"] = "every request of every timed run (TTFT) / every decode step of them (TPOT)";
+  json dev = full.back().summary;  // peak_device_bytes, steps; the CUDA backend adds its fields
+  runtime::add_device_summary(engine->backend(), dev);
+  rep["device"] = dev["device"];
+  rep["emulation"] = dev.value("emulation", json(nullptr));
+  rep["peak_device_bytes"] = dev["peak_device_bytes"];
+  if (dev.contains("cuda_graphs")) rep["cuda_graphs"] = dev["cuda_graphs"];
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  rep["peak_rss_bytes"] = int64_t(ru.ru_maxrss) * 1024;  // Linux: KiB
+  if (rep["label"].get<std::string>().empty())
+    rep["label"] = a.dev.device + (a.dev.emulate.empty() ? "" : " " + a.dev.emulate) + " b" +
+                   std::to_string(a.batch_size);
+
+  rep["ceilings"] = {{"flops_per_s", ceil.flops_per_s},
+                     {"bytes_per_s", ceil.bytes_per_s},
+                     {"flops_source", ceil.flops_source},
+                     {"bytes_source", ceil.bytes_source}};
+  bench::ScheduleShape sched{engine->options().token_budget, engine->options().chunk_tokens, full[0].steps,
+                            pre[0].steps};
+  const auto work = bench::count_work(engine->config(), bench::checkpoint_bytes(dir), shapes, sched);
+  const double pmed = bench::percentile(pel, 50);
+  rep["phases"] = {{"prefill", bench::phase_json(work.prefill, pmed, ceil)},
+                   {"decode", bench::phase_json(work.decode, std::max(0.0, med - pmed), ceil)}};
+  // The decode time is a difference of two medians: when it is not larger than the spread of the
+  // runs it is noise (e.g. a prefill-dominated CPU workload on a loaded machine); say so.
+  const double spread = (rep["elapsed_s"]["max"].get<double>() - rep["elapsed_s"]["min"].get<double>()) +
+                        (*std::max_element(pel.begin(), pel.end()) - *std::min_element(pel.begin(), pel.end()));
+  rep["phases"]["decode"]["elapsed_uncertain"] = med - pmed <= spread;
+  rep["phase_spread_s"] = spread;
+  rep["phase_method"] =
+      "prefill elapsed = median of the prefill runs (same requests, max_new_tokens 1); decode elapsed = median "
+      "elapsed - prefill elapsed; FLOPs/bytes counted from the config (tools/bench_roofline.h); roofline fraction = "
+      "max(FLOPs/peak FLOP/s, bytes/peak B/s) / elapsed";
+  rep["checkpoint_bytes"] = bench::checkpoint_bytes(dir);
+  return rep;
+}
+
+void run_bench(const BenchArgs& a) {
+  std::vector<json> reports;
+  if (!a.plot_only) {
+    if (a.model.empty() || a.input.empty()) throw Error("bench: --model and --input are required (or --plot-only)");
+    if (a.repeat < 1) throw Error("bench: --repeat must be at least 1");
+    if (a.warmup < 0) throw Error("bench: --warmup must be non-negative");
+    json rep = bench(a);
+    if (!a.report.empty()) {
+      std::ofstream f(a.report);
+      if (!f) throw Error(a.report + ": cannot write report");
+      f << rep.dump(2) << "\n";
+    }
+    std::fprintf(stderr, "%s: median %.3f s (min %.3f, max %.3f), %.1f tok/s, roofline prefill %.1f%% decode %.1f%%\n",
+                 rep["label"].get<std::string>().c_str(), rep["elapsed_s"]["median"].get<double>(),
+                 rep["elapsed_s"]["min"].get<double>(), rep["elapsed_s"]["max"].get<double>(),
+                 rep["generated_tokens_per_s"].get<double>(),
+                 100 * rep["phases"]["prefill"]["roofline_fraction"].get<double>(),
+                 100 * rep["phases"]["decode"]["roofline_fraction"].get<double>());
+    reports.push_back(std::move(rep));
+  }
+  for (const auto& path : a.compare) {
+    try {
+      reports.push_back(json::parse(read_file(path)));
+    } catch (const json::exception& e) {
+      throw Error(path + ": not a bench report JSON (" + e.what() + ")");
+    }
+  }
+  if (!a.plot.empty()) bench::plot_reports(reports, a.plot);
+  else if (a.plot_only) throw Error("bench: --plot-only needs --plot");
+}
+
+}  // namespace
 
 void add_bench_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("bench", "bench (not implemented yet)");
-  cmd->allow_extras();
-  cmd->callback([] { throw NotImplemented{"bench"}; });
+  auto a = std::make_shared<BenchArgs>();
+  auto* cmd = app.add_subcommand("bench", "time a requests jsonl N times in one process; report JSON (+ PNG plot)");
+  cmd->add_option("--model", a->model, "model directory");
+  cmd->add_option("--input", a->input, "requests jsonl");
+  cmd->add_option("--report", a->report, "report JSON to write");
+  cmd->add_option("--plot", a->plot, "PNG: elapsed per configuration + roofline fraction per phase");
+  cmd->add_option("--compare", a->compare, "other bench reports to draw next to this one (repeatable)");
+  cmd->add_flag("--plot-only", a->plot_only, "run nothing: plot the --compare reports");
+  cmd->add_option("--label", a->label, "configuration name in the report and plot");
+  cmd->add_option("--repeat", a->repeat, "timed runs of the whole workload")->capture_default_str();
+  cmd->add_option("--warmup", a->warmup, "untimed runs first")->capture_default_str();
+  cmd->add_option("--warmup-requests", a->warmup_requests, "warm up on the first N requests only (0: all)")
+      ->capture_default_str();
+  cmd->add_option("--batch-size", a->batch_size, "running sequences at once")->capture_default_str();
+  cmd->add_option("--max-sequence-length", a->max_seq_len, "longest prompt + generation")->capture_default_str();
+  cmd->add_option("--max-new-tokens", a->max_new_tokens, "default when a request has none")->capture_default_str();
+  cmd->add_flag("--ignore-eos", a->ignore_eos, "do not stop on the model's EOS ids");
+  cmd->add_option("--threads", a->threads, "CPU threads (0: all)")->capture_default_str();
+  cmd->add_option("--device", a->dev.device, "cpu | cuda")->capture_default_str();
+  cmd->add_option("--emulate", a->dev.emulate, "1g.10gb: 16-SM green context with the budget (cuda)");
+  cmd->add_option("--budget", a->dev.budget, "whole-process device bytes, e.g. 9984MiB (cuda)")->capture_default_str();
+  cmd->add_option("--trace", a->dev.trace, "Chrome-trace JSON (cuda)");
+  cmd->callback([a] { run_bench(*a); });
 }
 
 }  // namespace g4c::cli

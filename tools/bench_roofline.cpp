@@ -1,0 +1,171 @@
+// Work model and device ceilings for `g4c bench` (see bench_roofline.h).
+#include "tools/bench_roofline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <thread>
+
+namespace g4c::bench {
+namespace {
+
+// Visible keys of a token at position t in layer g.
+int64_t visible(const models::LayerGeometry& g, int64_t t) {
+  return g.kind == models::LayerKind::Sliding ? std::min<int64_t>(t + 1, g.window) : t + 1;
+}
+
+// Σ_{t=a}^{b-1} visible(g, t) in closed form.
+double visible_sum(const models::LayerGeometry& g, int64_t a, int64_t b) {
+  auto full_sum = [](int64_t n) { return double(n) * double(n + 1) / 2; };  // Σ_{t<n} (t+1)
+  if (b <= a) return 0;
+  if (g.kind == models::LayerKind::Full) return full_sum(b) - full_sum(a);
+  const int64_t W = g.window;
+  auto sl = [&](int64_t n) {  // Σ_{t<n} min(t+1, W)
+    return n <= W ? full_sum(n) : full_sum(W) + double(n - W) * double(W);
+  };
+  return sl(b) - sl(a);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+double checkpoint_bytes(const std::filesystem::path& model_dir) {
+  double n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(model_dir))
+    if (e.is_regular_file() && e.path().extension() == ".safetensors") n += double(e.file_size());
+  return n;
+}
+
+WorkModel count_work(const models::ModelConfig& cfg, double weight_bytes, const std::vector<RequestShape>& requests,
+                     const ScheduleShape& sched) {
+  double linear_params = 0;  // Σ out·in over the decoder Linears
+  for (const auto& l : models::linear_shapes(cfg)) linear_params += double(l.out) * double(l.in);
+  const double head = double(cfg.hidden_size) * double(cfg.vocab_size);
+  WorkModel m;
+  int64_t prompt_total = 0, max_prompt_steps = 0, max_decode_tokens = 0;
+  for (const auto& r : requests) {
+    const int64_t P = r.prompt_tokens, G = r.generated_tokens;
+    const int64_t D = std::max<int64_t>(G - 1, 0);  // decode feeds generated tokens but the last
+    prompt_total += P;
+    max_prompt_steps = std::max(max_prompt_steps, (P + sched.chunk_tokens - 1) / sched.chunk_tokens);
+    max_decode_tokens = std::max(max_decode_tokens, D);
+    m.prefill.tokens += P;
+    m.decode.tokens += D;
+    m.prefill.linear_flops += 2 * linear_params * double(P) + (G > 0 ? 2 * head : 0.0);
+    m.decode.linear_flops += 2 * (linear_params + head) * double(D);
+    for (const auto& g : cfg.layers) {
+      const double per_key = 4.0 * cfg.num_q_heads * g.head_dim;
+      const double kv = double(g.kv_bytes_per_token(false));
+      m.prefill.attention_flops += per_key * visible_sum(g, 0, P);
+      m.decode.attention_flops += per_key * visible_sum(g, P, P + D);
+      m.prefill.kv_bytes += kv * double(P) + (P > 0 ? kv * double(visible(g, P - 1)) : 0.0);
+      m.decode.kv_bytes += kv * (visible_sum(g, P, P + D) + double(D));
+    }
+  }
+  m.prefill.steps = sched.measured_prefill_steps > 0
+                        ? sched.measured_prefill_steps
+                        : std::max((prompt_total + sched.token_budget - 1) / sched.token_budget, max_prompt_steps);
+  m.decode.steps = std::max(sched.measured_steps - m.prefill.steps, max_decode_tokens);
+  m.prefill.weight_bytes = weight_bytes * double(m.prefill.steps);
+  m.decode.weight_bytes = weight_bytes * double(m.decode.steps);
+  return m;
+}
+
+Ceilings measure_cpu_ceilings(int threads) {
+  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  Ceilings c;
+  {
+    const size_t total = size_t(128) << 20, per = total / size_t(threads);
+    std::vector<char> src(total, 1), dst(total, 0);
+    double best = 1e30;
+    for (int rep = 0; rep < 3; ++rep) {
+      const auto t0 = std::chrono::steady_clock::now();
+      std::vector<std::thread> ts;
+      for (int i = 0; i < threads; ++i)
+        ts.emplace_back([&, i] { std::memcpy(dst.data() + i * per, src.data() + i * per, per); });
+      for (auto& t : ts) t.join();
+      best = std::min(best, seconds_since(t0));
+    }
+    c.bytes_per_s = 2.0 * double(per * threads) / best;
+    c.bytes_source = "measured at start: memcpy of 128 MiB on " + std::to_string(threads) +
+                     " threads, best of 3, read+write bytes";
+  }
+  {
+    const int n = 384;
+    std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), out(size_t(n) * n);
+    double best = 1e30;
+    for (int rep = 0; rep < 3; ++rep) {
+      std::fill(out.begin(), out.end(), 0.f);
+      const auto t0 = std::chrono::steady_clock::now();
+      std::vector<std::thread> ts;
+      for (int w = 0; w < threads; ++w)
+        ts.emplace_back([&, w] {
+          for (int i = w; i < n; i += threads) {  // row i of out: i-k-j order, vectorised inner loop
+            float* o = &out[size_t(i) * n];
+            for (int k = 0; k < n; ++k) {
+              const float x = a[size_t(i) * n + k];
+              const float* br = &b[size_t(k) * n];
+              for (int j = 0; j < n; ++j) o[j] += x * br[j];
+            }
+          }
+        });
+      for (auto& t : ts) t.join();
+      best = std::min(best, seconds_since(t0));
+    }
+    c.flops_per_s = 2.0 * double(n) * n * n / best;
+    c.flops_source = "measured at start: fp32 GEMM 384^3 (simple i-k-j kernel, compiler-vectorised) on " +
+                     std::to_string(threads) + " threads, best of 3";
+  }
+  return c;
+}
+
+Ceilings cuda_ceilings(bool emulated) {
+  Ceilings c;
+  if (emulated) {
+    c.flops_per_s = 110e12;
+    c.bytes_per_s = 1.5e12;
+    c.flops_source = "DESIGN.md §5, measured on the H200 in a 16-SM green context: bf16 matmul 110 TFLOP/s";
+    c.bytes_source = "DESIGN.md §5, 16-SM green context: copy 1.2-1.5 TB/s (1.54 measured; upper end used)";
+  } else {
+    c.flops_per_s = 788e12;
+    c.bytes_per_s = 4.2e12;
+    c.flops_source = "DESIGN.md §5, measured on the H200 (full GPU): bf16 matmul 788 TFLOP/s";
+    c.bytes_source = "DESIGN.md §5, measured on the H200 (full GPU): copy 4.2 TB/s";
+  }
+  return c;
+}
+
+nlohmann::json phase_json(const PhaseWork& w, double elapsed_s, const Ceilings& c) {
+  const double t_flops = w.flops() / c.flops_per_s, t_bytes = w.bytes() / c.bytes_per_s;
+  const double t_roof = std::max(t_flops, t_bytes);
+  nlohmann::json j = {{"tokens", w.tokens},
+                      {"steps_modelled", w.steps},
+                      {"flops", w.flops()},
+                      {"linear_flops", w.linear_flops},
+                      {"attention_flops", w.attention_flops},
+                      {"bytes", w.bytes()},
+                      {"weight_bytes", w.weight_bytes},
+                      {"kv_bytes", w.kv_bytes},
+                      {"arithmetic_intensity", w.bytes() > 0 ? w.flops() / w.bytes() : 0.0},
+                      {"elapsed_s", elapsed_s},
+                      {"roofline_time_s", t_roof},
+                      {"bound", t_flops >= t_bytes ? "compute" : "memory"}};
+  j["achieved_flops_per_s"] = elapsed_s > 0 ? w.flops() / elapsed_s : 0.0;
+  j["achieved_bytes_per_s"] = elapsed_s > 0 ? w.bytes() / elapsed_s : 0.0;
+  j["roofline_fraction"] = elapsed_s > 0 ? t_roof / elapsed_s : 0.0;
+  return j;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = p / 100.0 * double(v.size() - 1);
+  const size_t lo = size_t(std::floor(pos)), hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - double(lo));
+}
+
+}  // namespace g4c::bench
