@@ -91,7 +91,7 @@ void plot_reports(const std::vector<nlohmann::json>& reports, const std::filesys
   for (const auto& r : reports)
     for (const char* ph : {"prefill", "decode"}) fmax = std::max(fmax, 100 * r["phases"][ph]["roofline_fraction"].get<double>());
   fmax = nice_max(std::max(fmax * 1.15, 1.0));
-  axes(c, R, fmax, "%.3g%%", "roofline fraction per phase (%)");
+  axes(c, R, fmax, "%.4g%%", "roofline fraction per phase (%)");
   const int rslot = R.w / n, rbw = std::max(6, std::min(50, rslot * 2 / 5));
   for (int i = 0; i < n; ++i) {
     const int cx = R.x + rslot * i + rslot / 2;
@@ -104,7 +104,8 @@ void plot_reports(const std::vector<nlohmann::json>& reports, const std::filesys
       c.fill_rect(x0, top, rbw, R.y + R.h - top, k == 0 ? kPrefill : kDecode);
       const std::string v = fmt("%.3g%%", f);
       c.text(x0 + rbw / 2 - Canvas::text_width(v, 1) / 2, top - 22, v, kInk, 1);
-      const std::string b = p.value("bound", "") == "compute" ? "FLOP" : "mem";
+      std::string b = p.value("bound", "") == "compute" ? "FLOP" : "mem";
+      if (p.value("elapsed_uncertain", false)) b += "?";  // decode time within the run-to-run noise
       c.text(x0 + rbw / 2 - Canvas::text_width(b, 1) / 2, top - 11, b, kInk, 1);
       ++k;
     }
@@ -116,7 +117,7 @@ void plot_reports(const std::vector<nlohmann::json>& reports, const std::filesys
   c.text(R.x + 20, H - 69, "prefill", kInk, 2);
   c.fill_rect(R.x + 130, H - 70, 14, 14, kDecode);
   c.text(R.x + 150, H - 69, "decode", kInk, 2);
-  c.text(R.x, H - 44, "mem/FLOP: bound by bytes or FLOPs at the ceiling", kInk, 1);
+  c.text(R.x, H - 44, "mem/FLOP: bound by bytes or FLOPs at the ceiling; ?: time within run noise", kInk, 1);
   c.text(L.x, H - 44, clip("ceilings: " + fmt("%.3g GB/s, ", r0["ceilings"]["bytes_per_s"].get<double>() / 1e9) +
                                fmt("%.3g GFLOP/s", r0["ceilings"]["flops_per_s"].get<double>() / 1e9) + " (" +
                                r0.value("label", "") + ")", 85),
