@@ -70,4 +70,5 @@ print()
 print("g4c: `g4c bench --ignore-eos` (warm-up, then timed runs of the whole workload in one process; "
       "TTFT/TPOT pooled over the timed runs; roofline = max(FLOPs/peak, bytes/peak)/elapsed with DESIGN.md §5 "
       "ceilings). HF: `hf_peer.py run` (greedy, exactly max_new_tokens, one warm-up generate). "
-      "Both read the same pre-tokenized input_ids.")
+      "Both read the same requests file (input_ids pre-tokenized with the synth tokenizer, BOS first, "
+      "when the tokenizers package is there; else the prompt text).")

@@ -49,11 +49,17 @@ if [ "$STAGE" = synth ] || [ "$STAGE" = all ]; then
   [ -f "$BF16/config.json" ] || step synth_bf16 "${SYNTH_T:-300}" "$G4C" synth --preset gemma4-12b --dtype bf16 --seed 0 -o "$BF16" --no-progress
   [ -f "$INT4/manifest.json" ] || step synth_int4 "${SYNTH_T:-300}" "$G4C" synth --preset gemma4-12b --dtype int4 --group-size 128 --seed 0 -o "$INT4" --no-progress
   for ds in $DATASETS; do
-    python3 - "$PWD/datasets/performance_$ds.jsonl" "$BF16/tokenizer.json" "$W/${ds}_ids.jsonl" <<'PY'
-import json, sys
-from tokenizers import Tokenizer
+    # From /tmp: the repository's tokenizers/ folder must not shadow the `tokenizers` package.
+    (cd /tmp && python3 - "$OLDPWD/datasets/performance_$ds.jsonl" "$BF16/tokenizer.json" "$W/${ds}_ids.jsonl") <<'PY'
+import json, shutil, sys
 src, tok_path, dst = sys.argv[1:]
-tok = Tokenizer.from_file(tok_path)
+try:
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(tok_path)
+except Exception as e:  # no tokenizers package: both sides tokenize the prompt text themselves
+    print("pre-tokenization unavailable (%s): using the prompts as they are" % e)
+    shutil.copyfile(src, dst)
+    sys.exit(0)
 with open(dst, "w") as out:
     for line in open(src, encoding="utf-8"):
         if not line.strip():
