@@ -81,6 +81,8 @@ if [ "$STAGE" = g4c ] || [ "$STAGE" = all ]; then
     for mode in full emulated; do
       dev=(--device cuda --budget 9984MiB)
       [ $mode = emulated ] && dev=(--device cuda --emulate 1g.10gb --budget 9984MiB)
+      # A Chrome trace of the full-GPU public run: where the time goes (chrome://tracing, Perfetto).
+      [ $mode = full ] && [ "$ds" = public ] && dev+=(--trace "$O/trace_public_full.json")
       step "g4c_${ds}_${mode}" "${G4C_T:-420}" "$G4C" bench --model "$INT4" --input "$W/${ds}_ids.jsonl" \
         "${dev[@]}" --ignore-eos --batch-size "${BATCH:-4}" --repeat "$rep" --warmup 1 --warmup-requests "$wr" \
         --label "g4c int4 $mode" --report "$R/g4c_${ds}_${mode}.json" --plot "$O/g4c_${ds}_${mode}.png"
@@ -105,6 +107,7 @@ if [ "$STAGE" = hf ] || [ "$STAGE" = all ]; then
 fi
 
 cp -f "$R"/* "$O/" 2>/dev/null || true
+[ -f "$O/trace_public_full.json" ] && gzip -f "$O/trace_public_full.json"
 ls "$R"/g4c_*.json > /dev/null 2>&1 && { args=(); for f in "$R"/g4c_*.json; do args+=(--compare "$f"); done
   "$G4C" bench --plot-only "${args[@]}" --plot "$O/side_by_side.png" || true; }
 python3 "$P/bench_table.py" "$R" > "$O/side_by_side.md"
