@@ -136,6 +136,7 @@ class CudaBackend final : public runtime::Backend {
 
   // accounting
   size_t weight_bytes_ = 0, kv_bytes_ = 0, arena_bytes_ = 0, ws_bytes_ = 0;
+  int streamed_as_resident_ = 0;  // plan weights marked Streamed (streaming is not implemented: held resident)
   std::vector<void*> allocs_;
 
   // trace: CUDA events around eager steps / graph replays, resolved at the next sync

@@ -83,7 +83,11 @@ void CudaBackend::dfree(void*& p) {
 
 std::string CudaBackend::breakdown() const {
   return "  context " + mib(device_->context_bytes()) + ", weights " + mib(weight_bytes_) + ", KV " + mib(kv_bytes_) +
-         ", activations " + mib(arena_bytes_) + ", workspaces " + mib(ws_bytes_);
+         ", activations " + mib(arena_bytes_) + ", workspaces " + mib(ws_bytes_) +
+         (streamed_as_resident_ ? "\n  " + std::to_string(streamed_as_resident_) +
+                                      " weights the plan marks Streamed are held resident (weight streaming is not "
+                                      "implemented in the CUDA backend)"
+                                : std::string());
 }
 
 void CudaBackend::prepare(const plan::Plan& plan, const runtime::WeightStore& weights, const runtime::KvSizes& kv) {

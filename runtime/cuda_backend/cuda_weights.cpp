@@ -172,7 +172,10 @@ void CudaBackend::load_weights() {
       if (std::find(pairs.begin(), pairs.end(), p) == pairs.end()) pairs.push_back(p);
     }
   }
-  for (const auto* w : *ws) any_int4 |= w->format() == fb::WeightFormat::Int4;
+  for (const auto* w : *ws) {
+    any_int4 |= w->format() == fb::WeightFormat::Int4;
+    streamed_as_resident_ += w->residency() == fb::Residency::Streamed;
+  }
   std::unique_ptr<models::Checkpoint> ck;
   if (any_int4 && !opts_.model_dir.empty()) ck = models::Checkpoint::open(opts_.model_dir);
   for (int id = 0; id < n; ++id) {
