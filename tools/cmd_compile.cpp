@@ -18,6 +18,7 @@
 #include "codegen/Codegen.h"
 #include "models/safetensors.h"
 #include "runtime/plan/plan.h"
+#include "tools/compile_plan.h"
 
 namespace g4c::cli {
 
@@ -110,6 +111,24 @@ void run_compile(const CompileArgs& args) {
 }
 
 }  // namespace
+
+plan::Plan compile_plan(const std::string& model_dir, const passes::PipelineOptions& opts, bool bf16_activations,
+                        const std::string& dump_dir) {
+  mlir::MLIRContext ctx(mlir::MLIRContext::Threading::DISABLED);
+  frontend::FrontendOptions fopts;
+  fopts.bf16_activations = bf16_activations;
+  const models::ModelConfig cfg = models::load_model_config(model_dir);
+  auto module = frontend::build_decoder(ctx, cfg, frontend::checkpoint_weights(cfg, model_dir), fopts);
+  std::string diagnostics;
+  if (!passes::run_pipeline(*module, opts, dump_dir, &diagnostics))
+    throw Error("compile " + model_dir + ": " + diagnostics);
+  auto ckpt = models::Checkpoint::open(model_dir, /*header_only=*/true);
+  codegen::CodegenOptions copts;
+  copts.format_version = plan::kPlanFormatVersion;
+  copts.fingerprint = plan::checkpoint_fingerprint(cfg, *ckpt, &copts.fingerprint_text);
+  copts.kv_bf16 = bf16_activations;
+  return plan::Plan::from_bytes(codegen::emit_plan(*module, cfg, copts), model_dir + " (compiled in process)");
+}
 
 void add_compile_command(CLI::App& app) {
   auto args = std::make_shared<CompileArgs>();

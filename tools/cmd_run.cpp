@@ -1,6 +1,7 @@
 // g4c run — serve a requests jsonl with the continuous-batching engine and write the lab's
 // outputs jsonl and summary JSON (DESIGN.md §3). Exit status 1 when any request failed
 // (each failed request still gets its output line with finish_reason "error").
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -12,6 +13,7 @@
 #include "runtime/serving.h"
 #include "runtime/cuda_backend/select.h"
 #include "tools/cli.h"
+#include "tools/compile_plan.h"
 
 namespace g4c::cli {
 namespace {
@@ -26,19 +28,26 @@ struct RunArgs {
   int kv_blocks = 0;
   int token_budget = 0;
   int chunk = 0;
+  bool reference_plan = false;  // use the MLIR-free reference builder instead of compiling
   runtime::DeviceFlags dev;  // --device/--emulate/--budget/--trace (runtime/cuda_backend/select.h)
 };
 
-// The plan to run. With --plan: that file. Without: the seam for codegen. Codegen now
-// exists (tools/cmd_compile.cpp: frontend::build_decoder → passes::run_pipeline →
-// codegen::emit_plan) and is tested step for step equal to the reference builder, but it
-// is not called in-process here yet: the runtime's reference builder
-// (runtime/plan/reference_builder.h) emits that same program inside Engine::open, with the
-// ring capacity matched to this run's token budget. To switch, build the plan here the way
-// cmd_compile.cpp does, with max_chunk >= the engine's chunk size.
+// The plan to run: --plan FILE, or the checkpoint compiled in process (frontend →
+// passes → codegen, tools/compile_plan.h) with the chunk the engine will use, so the
+// ring capacity (W−1+chunk) matches this run. --reference-plan instead uses the runtime's
+// MLIR-free reference builder (runtime/plan/reference_builder.h), which tests compare
+// codegen against step for step.
 std::optional<plan::Plan> plan_for(const RunArgs& a) {
   if (!a.plan.empty()) return plan::Plan::load_file(a.plan);
-  return std::nullopt;
+  if (a.reference_plan) return std::nullopt;  // Engine::open builds the reference plan
+  passes::PipelineOptions po;
+  const int budget = a.token_budget > 0 ? a.token_budget : std::max(512, a.batch_size);
+  po.max_seqs = a.batch_size;
+  po.max_chunk = std::max(256, std::min(a.max_seq_len, budget));  // as Engine::open's default
+  po.max_seq_len = a.max_seq_len;
+  // The device budget constrains device plans; the CPU backend holds everything in host memory.
+  if (a.dev.device == "cpu") po.budget_mib = int64_t(1) << 40;
+  return compile_plan(a.model, po);
 }
 
 void run(const RunArgs& a) {
@@ -108,6 +117,8 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--kv-blocks", args->kv_blocks, "paged KV pool blocks (0: enough for every sequence)");
   cmd->add_option("--max-num-batched-tokens", args->token_budget, "token budget per step (0: max(512, batch))");
   cmd->add_option("--chunk-size", args->chunk, "prefill tokens per sequence per step (0: plan maximum)");
+  cmd->add_flag("--reference-plan", args->reference_plan,
+                "without --plan: run the runtime's reference plan instead of compiling the checkpoint");
   cmd->add_option("--save-plan", args->save_plan, "write the plan that runs (e.g. the reference plan) to this file");
   cmd->add_option("--device", args->dev.device, "cpu or cuda")->capture_default_str();
   cmd->add_option("--emulate", args->dev.emulate, "cuda: run in a green context emulating a MIG slice (1g.10gb)");
