@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "models/error.h"
 #include "runtime/plan/plan_generated.h"
+#include "runtime/plan/step_spec.h"
 
 namespace g4c::codegen {
 namespace {
@@ -16,6 +17,7 @@ namespace {
 using flatbuffers::Offset;
 using namespace mlir;
 namespace fb = g4c::plan::fb;
+using plan::StepSpec;
 
 int64_t i64(DictionaryAttr d, const char* k) {
   auto a = d ? d.getAs<IntegerAttr>(k) : IntegerAttr();
@@ -30,18 +32,6 @@ fb::DType dtypeOf(Type t) {
   if (t.isInteger(32)) return fb::DType::I32;
   throw Error("codegen: no plan dtype for an element type");
 }
-
-struct StepSpec {
-  fb::KernelId kernel;
-  int layer = -1;
-  std::vector<int> inputs, outputs, weights;
-  std::string label;
-  float eps = 0, scale = 0, softcap = 0;
-  int norm_dim = 0, window = 0, num_q_heads = 0, num_kv_heads = 0, head_dim = 0, rotary_pairs = 0, kv_layer = -1;
-  double rope_theta = 0;
-  fb::Epilogue epilogue = fb::Epilogue::None;
-  bool v_from_k = false;
-};
 
 class Lowering {
  public:
@@ -241,12 +231,7 @@ std::vector<uint8_t> Lowering::run() {
   std::vector<Offset<fb::Value>> values;
   for (const ValueSpec& v : values_) values.push_back(fb::CreateValueDirect(fbb_, v.name.c_str(), v.dtype, v.cols, v.rows));
   std::vector<Offset<fb::Step>> steps;
-  for (const StepSpec& s : steps_) {
-    auto attrs = fb::CreateAttrs(fbb_, s.eps, s.norm_dim, s.window, s.num_q_heads, s.num_kv_heads, s.head_dim,
-                                 s.rope_theta, s.rotary_pairs, s.softcap, s.scale, s.epilogue, s.kv_layer, s.v_from_k);
-    steps.push_back(fb::CreateStepDirect(fbb_, s.kernel, s.layer, &s.inputs, &s.outputs, &s.weights, attrs,
-                                         fb::CreateLaunch(fbb_), 0, nullptr, -1, s.label.c_str()));
-  }
+  for (const StepSpec& s : steps_) steps.push_back(plan::write_step(fbb_, s));
 
   std::vector<Offset<fb::LayerConfig>> layers;
   for (const auto& g : cfg_.layers)

@@ -1,5 +1,6 @@
 // Reference plan builder (see reference_builder.h): the Gemma 4 program of KERNELS.md.
 #include "runtime/plan/reference_builder.h"
+#include "runtime/plan/step_spec.h"
 
 #include <map>
 
@@ -12,19 +13,6 @@ namespace {
 
 using flatbuffers::FlatBufferBuilder;
 using flatbuffers::Offset;
-
-struct StepSpec {
-  fb::KernelId kernel;
-  int layer = -1;
-  std::vector<int> inputs, outputs, weights;
-  std::string label;
-  // attrs
-  float eps = 0, scale = 0, softcap = 0;
-  int norm_dim = 0, window = 0, num_q_heads = 0, num_kv_heads = 0, head_dim = 0, rotary_pairs = 0, kv_layer = -1;
-  double rope_theta = 0;
-  fb::Epilogue epilogue = fb::Epilogue::None;
-  bool v_from_k = false;
-};
 
 struct ValueSpec {
   std::string name;
@@ -258,12 +246,7 @@ Plan Builder::build() {
     buckets.push_back(fb::CreateBucketDirect(fbb_, tokens, std::min(tokens, 256), tokens, &offsets, at));
   }
   std::vector<Offset<fb::Step>> steps;
-  for (const auto& s : steps_) {
-    auto attrs = fb::CreateAttrs(fbb_, s.eps, s.norm_dim, s.window, s.num_q_heads, s.num_kv_heads, s.head_dim, s.rope_theta,
-                                 s.rotary_pairs, s.softcap, s.scale, s.epilogue, s.kv_layer, s.v_from_k);
-    steps.push_back(fb::CreateStepDirect(fbb_, s.kernel, s.layer, &s.inputs, &s.outputs, &s.weights, attrs,
-                                         fb::CreateLaunch(fbb_), 0, nullptr, -1, s.label.c_str()));
-  }
+  for (const auto& s : steps_) steps.push_back(write_step(fbb_, s));
   std::string fp_text;
   uint64_t fp = checkpoint_fingerprint(cfg_, ckpt_, &fp_text);
   auto model = emit_config();
