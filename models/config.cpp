@@ -1,5 +1,6 @@
 // Gemma 4 config.json parsing (DESIGN.md §2), presets and the HF writer.
 #include "models/config.h"
+#include "models/json_file.h"
 
 #include <cmath>
 #include <fstream>
@@ -100,17 +101,6 @@ RopeParams read_rope(const json& r, const std::string& file, const std::string& 
   return p;
 }
 
-json read_json_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw Error(p.string() + ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    return json::parse(ss.str());
-  } catch (const json::parse_error& e) {
-    throw Error(p.string() + ": not valid JSON: " + e.what());
-  }
-}
 
 }  // namespace
 
@@ -487,6 +477,18 @@ std::vector<LinearShape> linear_shapes(const ModelConfig& cfg) {
     out.push_back({LinearNames::down(i), H, F});
   }
   return out;
+}
+
+json read_json_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw Error(p.string() + ": cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return json::parse(ss.str());
+  } catch (const json::parse_error& e) {
+    throw Error(p.string() + ": not valid JSON: " + e.what());
+  }
 }
 
 }  // namespace g4c::models

@@ -1,4 +1,5 @@
 #include "models/manifest.h"
+#include "models/json_file.h"
 
 #include <fstream>
 #include <sstream>
@@ -134,17 +135,7 @@ Manifest parse_manifest(const json& j, const std::string& file) {
 }
 
 Manifest read_manifest(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path.string() + ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  json j;
-  try {
-    j = json::parse(ss.str());
-  } catch (const json::exception& e) {
-    throw Error(path.string() + ": not valid JSON: " + e.what());
-  }
-  return parse_manifest(j, path.string());
+  return parse_manifest(read_json_file(path), path.string());
 }
 
 void write_manifest(const Manifest& m, const fs::path& path) {

@@ -1,6 +1,7 @@
 // Safetensors reading: mmap, complete header validation, sharded index, prefixes.
 // The writer lives in safetensors_writer.cpp.
 #include "models/safetensors.h"
+#include "models/json_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -212,15 +213,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& dir, bool header_on
   std::vector<std::string> shard_names;
   json weight_map;
   if (fs::exists(index)) {
-    std::ifstream in(index, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    json j;
-    try {
-      j = json::parse(ss.str());
-    } catch (const json::exception& e) {
-      throw Error(index.string() + ": not valid JSON: " + e.what());
-    }
+    json j = read_json_file(index);
     if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
       throw Error(index.string() + ": field 'weight_map' is missing or not an object");
     weight_map = j["weight_map"];
