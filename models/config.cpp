@@ -479,16 +479,4 @@ std::vector<LinearShape> linear_shapes(const ModelConfig& cfg) {
   return out;
 }
 
-json read_json_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw Error(p.string() + ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    return json::parse(ss.str());
-  } catch (const json::parse_error& e) {
-    throw Error(p.string() + ": not valid JSON: " + e.what());
-  }
-}
-
 }  // namespace g4c::models
