@@ -76,6 +76,14 @@ __device__ __forceinline__ float gelu_tanh(float x) {
   return 0.5f * x * (1.f + tanhf(k0 * (x + 0.044715f * x * x * x)));
 }
 
+// gelu_tanh(gate)·up from fp32 GEMM accumulators, rounded where HF's bf16 run rounds (gate_proj
+// and up_proj outputs, the activation, the product: tests/bf16/hf_bf16.h point 8).
+__device__ __forceinline__ float gelu_mul_bf16(float gate, float up) {
+  const float g = __bfloat162float(__float2bfloat16(gate));
+  const float u = __bfloat162float(__float2bfloat16(up));
+  return __bfloat162float(__float2bfloat16(gelu_tanh(g))) * u;
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

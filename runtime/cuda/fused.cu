@@ -153,16 +153,22 @@ __global__ void qk_rope_kernel(const bf16* __restrict__ q, const bf16* __restric
 #pragma unroll
   for (int i = 0; i < P; ++i) {
     const int j = lane + 32 * i;
-    const float a = y0[i] * r * __bfloat162float(w[j]);
-    const float b = y1[i] * r * __bfloat162float(w[j + D / 2]);
+    // HF: q_norm / k_norm output is a bf16 tensor; cos/sin are bf16 tensors; every product
+    // and the sum of apply_rotary_pos_emb round to bf16 (fused.cuh).
+    const float a = rbf(y0[i] * r * __bfloat162float(w[j]));
+    const float b = rbf(y1[i] * r * __bfloat162float(w[j + D / 2]));
     float c = 1.f, s = 0.f;
     if (j < rotary_pairs) {
-      const float inv = float(1.0 / pow(double(theta), double(2 * j) / double(D)));
+      // inv_freq as HF computes it on the host in fp32: 1 / powf(θ, fp32(2j) / D).
+      const float e = float(2 * j) / float(D);
+      const float inv = 1.f / float(pow(double(theta), double(e)));
       const float ang = pos * inv;
       sincosf(ang, &s, &c);
+      c = rbf(c);
+      s = rbf(s);
     }
-    dst[j] = __float2bfloat16(a * c - b * s);
-    dst[j + D / 2] = __float2bfloat16(b * c + a * s);
+    dst[j] = __float2bfloat16(rbf(a * c) + rbf(-b * s));
+    dst[j + D / 2] = __float2bfloat16(rbf(b * c) + rbf(a * s));
   }
   if (isq) return;
   // v: rms_head without weight, no rope (k_eq_v: from k_raw).

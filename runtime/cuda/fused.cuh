@@ -38,10 +38,11 @@ cudaError_t add_rmsnorm(const bf16* x, const bf16* w_post, bf16* h, const bf16* 
 //   k_raw [n][hkv][d] → k_cache[slot[t]][hkv][d]: bf16(rms_head(k, k_w)) then rope.
 //   v_raw [n][hkv][d] (null: use k_raw, k_eq_v layers) → v_cache[slot[t]]: bf16(rms_head(v))
 //   (no weight, no rope).
-// rope (KERNELS.md): inv_freq_j = float(1/θ^(2j/d)) (double, rounded to fp32) for
-// j < rotary_pairs; pairs j ≥ rotary_pairs unchanged (default rope: rotary_pairs = d/2;
-// proportional: int(p·d/2)); angle = float(pos)·inv_freq_j in fp32; (a, b) = (y_j, y_{j+d/2})
-// → (a·c − b·s, b·c + a·s) in fp32, rounded once to bf16. The normed y stays fp32 in between.
+// rope, rounded where HF's bf16 run rounds (modeling_gemma4.py apply_rotary_pos_emb; the list is
+// in tests/bf16/hf_bf16.h): y = bf16(rms_head(x, w)); inv_freq_j = 1 / fp32pow(θ, fp32(2j)/d)
+// in fp32 for j < rotary_pairs (default rope: d/2; proportional: int(p·d/2)), pairs
+// j ≥ rotary_pairs unchanged; angle = fp32(pos · inv_freq_j); c, s = bf16(cos), bf16(sin);
+// (a, b) = (y_j, y_{j+d/2}) → (bf16(bf16(a·c) + bf16(−b·s)), bf16(bf16(b·c) + bf16(a·s))).
 // Preconditions: d ∈ {64, 128, 256, 512}; row strides are hq·d / hkv·d.
 cudaError_t qk_norm_rope_kv_write(const bf16* q, const bf16* k_raw, const bf16* v_raw,
                                   const bf16* q_w, const bf16* k_w, const int* positions,

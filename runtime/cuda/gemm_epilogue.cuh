@@ -21,7 +21,7 @@ __device__ __forceinline__ void epi_write(const EpiArgs& e, int prow, int tok, f
     case 2: {  // GeluMul
       const int j = (prow >> 4) * 8 + (prow & 7);
       if (j >= e.n / 2) return;
-      static_cast<bf16*>(e.o.y)[long(tok) * e.o.ldy + j] = __float2bfloat16(gelu_tanh(v) * vu);
+      static_cast<bf16*>(e.o.y)[long(tok) * e.o.ldy + j] = __float2bfloat16(gelu_mul_bf16(v, vu));
       return;
     }
     case 3:

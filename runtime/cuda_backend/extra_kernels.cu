@@ -10,6 +10,13 @@ namespace {
 constexpr int kThreads = 256;
 inline int blocks_for(long n) { return int(std::min<long>((n + kThreads - 1) / kThreads, 65535L * 4)); }
 
+__device__ __forceinline__ float rbf(float v) { return __bfloat162float(__float2bfloat16(v)); }
+
+// HF's softcap of bf16 logits: three bf16 ops (l · fp32(1/cap), tanh, · cap), each rounded.
+__device__ __forceinline__ float softcap_bf16_ops(float v, float cap) {
+  return rbf(rbf(tanhf(rbf(v * (1.f / cap)))) * cap);
+}
+
 __device__ __forceinline__ float ld(const void* p, long i, VType t) {
   switch (t) {
     case VType::BF16: return __bfloat162float(static_cast<const bf16*>(p)[i]);
@@ -45,8 +52,17 @@ __global__ void unary_kernel(int op, const void* x, void* y, long n, float cap, 
     if (op == 0)
       r = 0.5f * v * (1.f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
     else
-      r = cap * tanhf(v / cap);
+      r = softcap_bf16_ops(rbf(v), cap);
     st(y, i, t, r);
+  }
+}
+
+__global__ void round_softcap_kernel(float* x, int rows, int cols, long ld, float cap) {
+  const long n = long(rows) * cols;
+  for (long i = blockIdx.x * long(blockDim.x) + threadIdx.x; i < n; i += long(gridDim.x) * blockDim.x) {
+    float* p = x + (i / cols) * ld + i % cols;
+    const float v = rbf(*p);
+    *p = cap > 0.f ? softcap_bf16_ops(v, cap) : v;
   }
 }
 
@@ -67,11 +83,12 @@ __global__ void rope_kernel(bf16* x, int n, int heads, int d, int pairs, const f
     const long rh = i / pairs;  // row * heads + head
     const int row = int(rh / heads);
     const float angle = float(positions[row]) * inv_freq[j];
-    const float c = cosf(angle), s = sinf(angle);
+    // HF bf16 run: cos/sin are bf16 tensors, each product and the sum round to bf16.
+    const float c = rbf(cosf(angle)), s = rbf(sinf(angle));
     bf16* hp = x + rh * d;
     const float a = __bfloat162float(hp[j]), b = __bfloat162float(hp[j + d / 2]);
-    hp[j] = __float2bfloat16(a * c - b * s);
-    hp[j + d / 2] = __float2bfloat16(b * c + a * s);
+    hp[j] = __float2bfloat16(rbf(a * c) + rbf(-b * s));
+    hp[j + d / 2] = __float2bfloat16(rbf(b * c) + rbf(a * s));
   }
 }
 
@@ -112,6 +129,12 @@ cudaError_t unary(int op, const void* x, void* y, long n, float cap, VType t, cu
   unary_kernel<<<blocks_for(n), kThreads, 0, s>>>(op, x, y, n, cap, t);
   return cudaGetLastError();
 }
+cudaError_t round_softcap_bf16(float* x, int rows, int cols, long ld, float cap, cudaStream_t s) {
+  const long n = long(rows) * cols;
+  if (n <= 0) return cudaSuccess;
+  round_softcap_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, rows, cols, ld, cap);
+  return cudaGetLastError();
+}
 cudaError_t select_rows(const void* x, const int* rows, int nrows, int cols, void* y, VType t, cudaStream_t s) {
   const long n = long(nrows) * cols;
   if (n <= 0) return cudaSuccess;
@@ -122,7 +145,7 @@ cudaError_t rope(bf16* x, int n, int heads, int d, int rotary_pairs, double thet
                  cudaStream_t s) {
   const long total = long(n) * heads * rotary_pairs;
   if (total <= 0) return cudaSuccess;
-  // inv_freq in double, rounded to fp32 (KERNELS.md); at most d/2 ≤ 256 entries, passed by a
+  // inv_freq in fp32 as HF computes it; at most d/2 ≤ 256 entries, passed by a
   // small device table so the kernel needs no double math. The table is a static per (d, θ, R)
   // so the call stays capturable (no allocation while a stream is captured).
   struct Table {
@@ -138,7 +161,9 @@ cudaError_t rope(bf16* x, int n, int heads, int d, int rotary_pairs, double thet
   if (!dev) {
     if (ntables == 16) return cudaErrorInvalidValue;
     float host[512];
-    for (int j = 0; j < rotary_pairs; ++j) host[j] = float(1.0 / std::pow(theta, 2.0 * j / d));
+    // As HF computes inv_freq on the host in fp32: 1 / fp32pow(θ, fp32(2j) / d).
+    for (int j = 0; j < rotary_pairs; ++j)
+      host[j] = 1.f / float(std::pow(theta, double(float(2 * j) / float(d))));
     cudaError_t e = cudaMalloc(&dev, rotary_pairs * sizeof(float));
     if (e != cudaSuccess) return e;
     e = cudaMemcpy(dev, host, rotary_pairs * sizeof(float), cudaMemcpyHostToDevice);

@@ -119,6 +119,8 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
         ok(cuda::bf16_gemm(bf(x), m, x.cols, w->bw, ep, o, s), st);
       else
         throw Error("cuda backend: Linear " + st.label()->str() + " has no device weight");
+      // An fp32 Linear output is HF's bf16 lm_head tensor: round it (the Softcap step follows).
+      if (y.type == VType::F32) ok(round_softcap_bf16(static_cast<float*>(y.ptr), m, y.cols, y.cols, 0.f, s), st);
       break;
     }
     case fb::KernelId::QkNormRopeKvWrite: {
@@ -191,9 +193,12 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
       cuda::GemmOut o;
       o.y = lg.ptr;
       o.ldy = lg.cols;
-      o.softcap = a->softcap();
+      // fp32 GEMM output, then HF's bf16 rounding of the lm_head output and its three bf16
+      // softcap ops (tests/bf16/hf_bf16.h points 10–11): greedy ties then break as torch's do.
+      o.softcap = 0.f;
       cuda::Bf16Weight w = E.bw;
       ok(cuda::bf16_gemm(lm_tmp_, sh.R, h.cols, w, cuda::Epilogue::SoftcapF32, o, s), st);
+      ok(round_softcap_bf16(static_cast<float*>(lg.ptr), sh.R, lg.cols, lg.cols, a->softcap(), s), st);
       break;
     }
     case fb::KernelId::Argmax: {
