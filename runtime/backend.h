@@ -35,6 +35,10 @@ class Backend {
   // KV storage. Called once.
   virtual void prepare(const plan::Plan& plan, const WeightStore& weights, const KvSizes& kv) = 0;
 
+  // The KV sizes prepare() allocated for `requested`: a backend with a memory budget may hold
+  // fewer ring slots / paged blocks than asked (the engine then schedules within them).
+  virtual KvSizes allocated_kv(const KvSizes& requested) const { return requested; }
+
   // Runs program steps [first_step, last_step) on `batch`. With first_step == 0 the values
   // are (re)sized for the batch; otherwise they keep what earlier calls left in them.
   virtual void execute(const BatchDesc& batch, int first_step, int last_step) = 0;

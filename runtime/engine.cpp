@@ -41,11 +41,16 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, std
   const int block = std::max(1, e->plan_->kv_block_size());
   int blocks = o.kv_blocks > 0 ? o.kv_blocks : o.max_sequences * ((o.max_seq_len + block - 1) / block);
   e->opts_.kv_blocks = blocks;
-  e->rings_ = std::make_unique<RingSlots>(o.max_sequences);
-  if (paged) e->blocks_ = std::make_unique<BlockPool>(blocks, block);
   e->weights_ = WeightStore::load(e->plan_, *ckpt, o.threads > 0 ? o.threads : 4);
   e->backend_ = backend ? std::move(backend) : make_cpu_backend(o.threads);
-  e->backend_->prepare(e->plan_, *e->weights_, KvSizes{o.max_sequences, paged ? blocks : 1});
+  const KvSizes want{o.max_sequences, paged ? blocks : 1};
+  e->backend_->prepare(e->plan_, *e->weights_, want);
+  // A budgeted backend may hold fewer sequences / blocks than asked: schedule within what it has.
+  const KvSizes got = e->backend_->allocated_kv(want);
+  e->opts_.max_sequences = std::min(o.max_sequences, got.ring_slots);
+  if (paged) e->opts_.kv_blocks = got.num_blocks;
+  e->rings_ = std::make_unique<RingSlots>(got.ring_slots);
+  if (paged) e->blocks_ = std::make_unique<BlockPool>(got.num_blocks, block);
   return e;
 }
 

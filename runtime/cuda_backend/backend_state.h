@@ -60,6 +60,7 @@ class CudaBackend final : public runtime::Backend {
   ~CudaBackend() override;
   const char* name() const override { return "cuda"; }
   void prepare(const plan::Plan& plan, const runtime::WeightStore& weights, const runtime::KvSizes& kv) override;
+  runtime::KvSizes allocated_kv(const runtime::KvSizes&) const override { return kv_sizes_; }
   void execute(const BatchDesc& batch, int first_step, int last_step) override;
   int read_value(int value, std::vector<float>* out) const override;
   void write_value(int value, std::span<const float> data) override;
@@ -85,6 +86,8 @@ class CudaBackend final : public runtime::Backend {
   void free_weight(DevWeight& w);
   // batch
   void ensure_capacity(int T, int S, int R);
+  runtime::KvSizes fit_kv(const runtime::KvSizes& want);
+  static constexpr int kKvReserveMiB = 96;  // graphs + lazily loaded modules after KV sizing (fit_kv)
   void fill_meta(const BatchDesc& b, const Shape& sh);
   int rows_of(int value, const Shape& sh) const;
   void run_steps(int first, int last);

@@ -93,7 +93,6 @@ std::string CudaBackend::breakdown() const {
 void CudaBackend::prepare(const plan::Plan& plan, const runtime::WeightStore& weights, const runtime::KvSizes& kv) {
   plan_ = &plan;
   store_ = &weights;
-  kv_sizes_ = kv;
   const auto* cfg = plan->model();
   H_ = cfg->hidden_size();
   value_logits_ = plan->logits_value();
@@ -113,22 +112,34 @@ void CudaBackend::prepare(const plan::Plan& plan, const runtime::WeightStore& we
     if (st->kernel() == fb::KernelId::Argmax) values_.at(st->outputs()->Get(0)).type = VType::I32;
   }
 
-  // KV: one slot mapping per (kind, unit); one extra scratch slot per cache for padded rows.
-  kv_.clear();
+  // Weights first, then the activation arena and workspaces; the KV pools get what the budget
+  // leaves (fit_kv), so a budget that cannot hold `kv` shrinks the pools instead of failing.
+  // KV slot mappings: one per (kind, unit); their sizes are set once the pools are fitted.
   groups_.clear();
-  max_blocks_ = std::max(1, kv.num_blocks);
   for (const auto* l : *plan->kv()) {
     const bool ring = l->kind() == fb::KvKind::Ring;
     const int unit = ring ? l->capacity() : l->block_size();
     if (unit <= 0) throw Error("cuda backend: KV layer " + std::to_string(l->layer()) + " has no capacity/block size");
-    int g = -1;
-    for (int i = 0; i < int(groups_.size()); ++i)
-      if (groups_[i].kind == l->kind() && groups_[i].unit == unit) g = i;
-    const int64_t slots = int64_t(ring ? kv.ring_slots : kv.num_blocks) * unit;
-    if (g < 0) {
-      groups_.push_back({l->kind(), unit, slots});
-      g = int(groups_.size()) - 1;
-    }
+    bool seen = false;
+    for (const auto& gr : groups_) seen |= gr.kind == l->kind() && gr.unit == unit;
+    if (!seen) groups_.push_back({l->kind(), unit, 0});
+  }
+  load_weights();
+  max_blocks_ = std::max(1, kv.num_blocks);  // block-table width: the most one sequence may need
+  ensure_capacity(std::max(1, opts_.max_tokens), std::max(1, kv.ring_slots), std::max(16, kv.ring_slots));
+  check(cudaStreamSynchronize(device_->stream()), "loading weights");
+  kv_sizes_ = fit_kv(kv);
+  for (auto& gr : groups_)
+    gr.scratch = int64_t(gr.kind == fb::KvKind::Ring ? kv_sizes_.ring_slots : kv_sizes_.num_blocks) * gr.unit;
+
+  // KV storage; one extra scratch slot per cache for padded rows.
+  kv_.clear();
+  for (const auto* l : *plan->kv()) {
+    const bool ring = l->kind() == fb::KvKind::Ring;
+    const int unit = ring ? l->capacity() : l->block_size();
+    int g = 0;
+    while (!(groups_[g].kind == l->kind() && groups_[g].unit == unit)) ++g;
+    const int64_t slots = groups_[g].scratch;
     DevKv d;
     d.row = l->num_kv_heads() * l->head_dim();
     d.group = g;
@@ -143,13 +154,45 @@ void CudaBackend::prepare(const plan::Plan& plan, const runtime::WeightStore& we
     }
     kv_.push_back(d);
   }
-  load_weights();
-  ensure_capacity(std::max(1, opts_.max_tokens), std::max(1, kv.ring_slots), std::max(16, kv.ring_slots));
-  check(cudaStreamSynchronize(device_->stream()), "loading weights");
   device_->check_budget("after loading the weights and allocating KV + activations", breakdown());
   if (trace_)
     trace_->complete("prepare (weights, KV, arena)", "load", t0, trace_->now_us() - t0, runtime::TraceWriter::kHost,
                      {{"weight_bytes", std::to_string(weight_bytes_)}, {"kv_bytes", std::to_string(kv_bytes_)}});
+}
+
+// The KV pools the budget allows, given what is already held (context, weights, arena,
+// workspaces) and a reserve for what comes later (CUDA graph executables, lazily loaded kernel
+// modules, cudaMemGetInfo's 2 MiB granularity). Ring slots are capped by the batch, paged blocks
+// by `want`; at least one ring slot and the blocks of one longest sequence must fit, else the
+// budget is too small for this model and that is an error naming the numbers.
+runtime::KvSizes CudaBackend::fit_kv(const runtime::KvSizes& want) {
+  size_t per_slot = 0, per_block = 0, fixed = 0;  // bytes per ring slot (sequence) / paged block
+  for (const auto* l : *(*plan_)->kv()) {
+    const bool ring = l->kind() == fb::KvKind::Ring;
+    const size_t row = size_t(l->num_kv_heads()) * l->head_dim() * 2 * (l->kv_shared() ? 1 : 2);  // K (+V) of a token
+    (ring ? per_slot : per_block) += size_t(ring ? l->capacity() : l->block_size()) * row;
+    fixed += row + 2 * 256;  // the scratch row written by padded tokens + alignment of K and V
+  }
+  const size_t budget = device_->options().budget_bytes;
+  if (!budget) return want;
+  const size_t used = device_->used_bytes();
+  const size_t reserve = size_t(kKvReserveMiB) << 20;
+  const size_t avail = budget > used + reserve + fixed ? budget - used - reserve - fixed : 0;
+  runtime::KvSizes got = want;
+  const size_t one_seq_blocks = size_t(std::max(1, want.num_blocks)) /
+                                size_t(std::max(1, want.ring_slots));  // blocks of one longest sequence
+  auto need = [&](size_t slots, size_t blocks) { return slots * per_slot + blocks * per_block; };
+  while (got.ring_slots > 1 && need(got.ring_slots, one_seq_blocks) > avail) --got.ring_slots;
+  if (per_block) {
+    const size_t left = avail > got.ring_slots * per_slot ? avail - got.ring_slots * per_slot : 0;
+    got.num_blocks = int(std::min<size_t>(size_t(want.num_blocks), left / per_block));
+  }
+  if (need(got.ring_slots, per_block ? std::min<size_t>(one_seq_blocks, got.num_blocks) : 0) > avail ||
+      (per_block && size_t(got.num_blocks) < std::max<size_t>(1, one_seq_blocks)))
+    throw Error("cuda backend: the budget of " + mib(budget) + " leaves " + mib(avail) +
+                " for KV after the weights, activations and a " + std::to_string(kKvReserveMiB) +
+                " MiB reserve, less than one sequence needs (" + mib(need(1, one_seq_blocks)) + ")\n" + breakdown());
+  return got;
 }
 
 // Grows the activation arena, metadata and workspaces to hold T tokens / S sequences / R logit

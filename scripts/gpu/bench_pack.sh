@@ -17,7 +17,7 @@ fi
 grep -q '^G4C_ENABLE_CUDA:BOOL=ON' "$B/CMakeCache.txt" || { echo "$B: not a CUDA build (G4C_ENABLE_CUDA)" >&2; exit 1; }
 cmake --build "$B" -j2 --target g4c
 # The g4c binary must have the CUDA backend linked in (tools/CMakeLists.txt links g4c_cuda_backend).
-if ! strings "$B/bin/g4c" | grep -q "supported: 1g.10gb"; then
+if ! strings "$B/bin/g4c" | grep "green context emulating a MIG slice" > /dev/null; then
   echo "$B/bin/g4c: no CUDA backend linked in (--device cuda would fail)" >&2; exit 1
 fi
 mkdir -p "$P"

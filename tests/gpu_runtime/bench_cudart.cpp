@@ -147,7 +147,9 @@ int run(int argc, char** argv) {
   s["elapsed_s"] = elapsed;
   s["generated_tokens_per_s"] = gen / elapsed;
   s["requests_per_s"] = double(res.size()) / elapsed;
-  s["batch_size"] = eo.max_sequences;
+  s["batch_size"] = engine->options().max_sequences;  // what the budget allowed (asked: --batch)
+  s["batch_asked"] = eo.max_sequences;
+  s["kv_blocks"] = engine->options().kv_blocks;
   s["ttft_p50_s"] = pct(ttft, 0.5);
   s["ttft_p99_s"] = pct(ttft, 0.99);
   s["tpot_p50_s"] = pct(tpot, 0.5);
