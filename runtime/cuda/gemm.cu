@@ -4,6 +4,8 @@
 #include "runtime/cuda/common.cuh"
 #include "runtime/cuda/gemm_epilogue.cuh"
 
+#include <cuda.h>
+
 #include <algorithm>
 
 namespace g4c::cuda {
@@ -478,7 +480,13 @@ cudaError_t launch_tile(const bf16* x, int ldx, const Int4Weight& w4, const Bf16
 }
 
 int g_decode_variant = 0;  // 0: 8 loads in flight/lane, 2 blocks/SM; 1: 4 loads, 3 blocks/SM
-int g_tc_path = 0;  // 0: wgmma (128-token tiles) for m ≥ 64; 1: mma.sync only; 2: wgmma 256
+// 0: by shape; 1: mma.sync only; 2/3: wgmma 256/128 tokens (all warps load, dequantize and
+// multiply); 4/5: warp-specialized persistent wgmma 256/128; 6/7: the same, one block per tile;
+// 8: the choice by shape before the warp-specialized kernels (mma.sync / wgmma 256);
+// 9/10: warp-specialized persistent 256/128 with the consumers draining wgmma every k step;
+// 11/12: register-A warp-specialized persistent kernel (gemm_sm90_rs.cu) 256/128.
+int g_tc_path = 0;
+int g_persistent_blocks = 0;  // > 0: grid cap of the persistent kernels (tests)
 
 struct DecodePlan {
   int nblk, cps, splits;
@@ -510,9 +518,53 @@ DecodePlan decode_plan(int m, const Int4Weight& w) {
 }
 
 
+// SMs the kernels of `stream` may use: the SM count of the stream's green context when it has
+// one (DESIGN.md §5 emulation), else the device's. Sizes the persistent grids.
+int stream_sms(cudaStream_t stream) {
+  using GetGreen = CUresult (*)(CUstream, CUgreenCtx*);
+  using GetRes = CUresult (*)(CUgreenCtx, CUdevResource*, CUdevResourceType);
+  static const auto fns = [] {
+    void* a = nullptr;
+    void* b = nullptr;
+    cudaDriverEntryPointQueryResult st{};
+    if (cudaGetDriverEntryPointByVersion("cuStreamGetGreenCtx", &a, CUDA_VERSION, cudaEnableDefault, &st) != cudaSuccess ||
+        st != cudaDriverEntryPointSuccess)
+      a = nullptr;
+    if (cudaGetDriverEntryPointByVersion("cuGreenCtxGetDevResource", &b, CUDA_VERSION, cudaEnableDefault, &st) != cudaSuccess ||
+        st != cudaDriverEntryPointSuccess)
+      b = nullptr;
+    return std::make_pair(reinterpret_cast<GetGreen>(a), reinterpret_cast<GetRes>(b));
+  }();
+  int sms = num_sms();
+  if (stream && fns.first && fns.second) {
+    CUgreenCtx g = nullptr;
+    CUdevResource r{};
+    if (fns.first(reinterpret_cast<CUstream>(stream), &g) == CUDA_SUCCESS && g &&
+        fns.second(g, &r, CU_DEV_RESOURCE_TYPE_SM) == CUDA_SUCCESS && r.sm.smCount > 0)
+      sms = int(r.sm.smCount);
+  }
+  return sms;
+}
+
+// Tokens per tile of the warp-specialized kernels by default: 256 (register-A kernel, measured
+// on the 12B shapes at M = 512 and 2048: faster than 128 in 12 of 16 cases on the whole GPU, by
+// up to 1.9×, at most 4.5% slower in the other 4, where 256-token tiles fill half a wave; faster
+// in all 16 on 16 SMs; BENCHMARKS.md); 128 when m ≤ 128 (one tile covers every token).
+int ws_tile(int m) {
+  if (g_tc_path == 4 || g_tc_path == 6 || g_tc_path == 9 || g_tc_path == 11) return 256;
+  if (g_tc_path == 5 || g_tc_path == 7 || g_tc_path == 10 || g_tc_path == 12) return 128;
+  return m <= 128 ? 128 : 256;
+}
+int ws_blocks(int sms) {
+  if (g_persistent_blocks > 0) return g_persistent_blocks;
+  return (g_tc_path == 6 || g_tc_path == 7) ? 0 : sms;
+}
+
 }  // namespace
 
 void gemm_set_tensor_core_path(int path) { g_tc_path = path; }
+void gemm_set_persistent_blocks(int blocks) { g_persistent_blocks = blocks; }
+int gemm_stream_sms(cudaStream_t stream) { return stream_sms(stream); }
 
 namespace {
 // Tokens per wgmma block. Measured on the H200 (BENCHMARKS.md): 256-token tiles win for long k
@@ -600,10 +652,18 @@ cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilo
       w4_decode_kernel<2, 4, 2><<<grid, kDecodeWarps * 32, smem, stream>>>(x, ldx, w, e, ws, counters, p.cps);
     return cudaGetLastError();
   }
-  // Measured on the H200 (BENCHMARKS.md): the wgmma INT4 kernel (dequantize to a bf16 smem tile,
-  // 256-token tiles) wins on gate+up and down; the mma.sync kernel on the 4k-class shapes.
+  if (m >= 64 && (g_tc_path == 0 || g_tc_path == 11 || g_tc_path == 12)) {
+    const int sms = stream_sms(stream);
+    return launch_rs_int4(x, ldx, w, e, ws_tile(m), ws_blocks(sms), stream);
+  }
+  if (m >= 64 && ((g_tc_path >= 4 && g_tc_path <= 7) || g_tc_path == 9 || g_tc_path == 10)) {
+    const int sms = stream_sms(stream);
+    return launch_ws_int4(x, ldx, w, e, ws_tile(m), ws_blocks(sms), g_tc_path >= 9, stream);
+  }
+  // Before the warp-specialized kernel (path 8), measured on the H200 (BENCHMARKS.md): the
+  // all-warps wgmma INT4 kernel won on gate+up and down, the mma.sync kernel on 4k-class shapes.
   const bool wg_int4 = g_tc_path == 2 || g_tc_path == 3 ||
-                       (g_tc_path == 0 && m >= 256 && (w.k >= 12288 || w.n >= 16384));
+                       (g_tc_path == 8 && m >= 256 && (w.k >= 12288 || w.n >= 16384));
   if (m >= 64 && wg_int4) return launch_wgmma_int4(x, ldx, w, e, wgmma_tile(m, w.n, w.k), stream);
   // Warps 4 (rows) × 2 (tokens): each INT4 fragment is dequantized by 2 warps, not 4.
   return launch_tile<true, 4, 2, 2, 8, 4>(x, ldx, w, Bf16Weight{}, e, stream);
@@ -619,6 +679,10 @@ cudaError_t bf16_gemm(const bf16* x, int m, int ldx, const Bf16Weight& w, Epilog
   EpiArgs e{int(ep), out, w.n, m};
   if (m <= 0) return cudaSuccess;
   if (m <= 16) return launch_tile<false, 4, 1, 2, 2, 4>(x, ldx, Int4Weight{}, w, e, stream);
+  if (m >= 64 && g_tc_path >= 4 && g_tc_path <= 7) {
+    const int sms = stream_sms(stream);
+    return launch_ws_bf16(x, ldx, w, e, ws_tile(m), ws_blocks(sms), stream);
+  }
   if (m >= 64 && g_tc_path != 1) return launch_wgmma_bf16(x, ldx, w, e, wgmma_tile(m, w.n, w.k), stream);
   return launch_tile<false, 2, 4, 4, 4, 3>(x, ldx, Int4Weight{}, w, e, stream);
 }

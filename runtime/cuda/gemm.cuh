@@ -90,9 +90,12 @@ size_t w4a16_workspace_bytes(int m, const Int4Weight& w);
 
 // x: bf16 [m, ldx] (ldx % 8 == 0, 16-byte aligned), first w.k columns used.
 // m ≤ 16: weight-streaming decode kernel (split-K, one pass over the weights).
-// m > 16: tensor cores, by shape (measured, BENCHMARKS.md): m ≥ 256 with k ≥ 12288 or
-// n ≥ 16384 → sm_90a wgmma kernel (128 rows × 256 tokens, INT4 dequantized to a bf16 smem
-// tile); otherwise the mma.sync tile kernel (128×128, INT4 dequantized in registers).
+// m ≥ 64: warp-specialized persistent sm_90a wgmma kernel (gemm_sm90_rs.cu: one thread
+// copies X (TMA) and the packed INT4 tiles (bulk copies) into a stage ring; two consumer
+// warpgroups dequantize their fragments in registers and issue wgmma with A from registers;
+// persistent grid of one block per SM of the stream (green context aware); 128 rows × 256
+// tokens per tile, 128 tokens when m ≤ 128). Measured on the H200 (BENCHMARKS.md).
+// 16 < m < 64: the mma.sync tile kernel (128×128, INT4 dequantized in registers).
 // Returns cudaSuccess or the launch error.
 cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilogue ep,
                        const GemmOut& out, void* workspace, size_t workspace_bytes,
@@ -103,9 +106,20 @@ cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilo
 cudaError_t int4_dequantize(const Int4Weight& w, bf16* out, cudaStream_t stream);
 
 // For tests and benchmarks: 0 (default) = the shape-based choice above (BF16: wgmma for every
-// m ≥ 64, 128- or 256-token tiles by shape); 2 / 3 = wgmma with 256 / 128-token tiles for
-// m ≥ 64; 1 = the mma.sync tile kernels for every m > 16. Not thread-safe.
+// m ≥ 64, 128- or 256-token tiles by shape); 2 / 3 = all-warps wgmma with 256 / 128-token
+// tiles for m ≥ 64; 1 = the mma.sync tile kernels for every m > 16; 4 / 5 = warp-specialized
+// persistent wgmma with 256 / 128-token tiles (INT4 and BF16) for m ≥ 64; 6 / 7 = the same
+// with one block per tile; 8 = the INT4 choice before the warp-specialized kernel (mma.sync,
+// or all-warps wgmma 256 for m ≥ 256 with k ≥ 12288 or n ≥ 16384); 9 / 10 (INT4) = 4 / 5 with
+// the consumers draining their wgmmas every k step (one stage more prefetch); 11 / 12 (INT4) =
+// the register-A warp-specialized kernel (the default for m ≥ 64) with 256 / 128-token tiles.
+// Not thread-safe.
 void gemm_set_tensor_core_path(int path);
+// For tests: caps the persistent warp-specialized grid at `blocks` (0: the stream's SM count),
+// so that blocks loop over several tiles. Not thread-safe.
+void gemm_set_persistent_blocks(int blocks);
+// SMs available to kernels on `stream`: its green context's SM count, else the device's.
+int gemm_stream_sms(cudaStream_t stream);
 // For benchmarks: decode kernel variant (0 default: 8 loads in flight per lane, 2 blocks/SM;
 // 1: 4 loads, 3 blocks/SM, m ≤ 8 only). Not thread-safe.
 void gemm_set_decode_variant(int v);

@@ -46,5 +46,16 @@ cudaError_t launch_wgmma_int4(const bf16* x, int ldx, const Int4Weight& w, const
                               int bt, cudaStream_t stream);
 cudaError_t launch_wgmma_bf16(const bf16* x, int ldx, const Bf16Weight& w, const EpiArgs& e,
                               int bt, cudaStream_t stream);
+// Warp-specialized persistent wgmma kernels (gemm_sm90_ws.cu): 128 weight rows × bt (128 or
+// 256) tokens per tile; max_blocks > 0 caps the grid (persistent: each block loops over tiles),
+// 0 launches one block per tile. rel0: consumers drain their wgmmas every k step (variant).
+cudaError_t launch_ws_int4(const bf16* x, int ldx, const Int4Weight& w, const EpiArgs& e, int bt,
+                           int max_blocks, bool rel0, cudaStream_t stream);
+// Register-A variant (gemm_sm90_rs.cu): TMA-fed X, INT4 dequantized in the consumer warps'
+// registers (wgmma with A from registers); bt 256 or 128; max_blocks as above.
+cudaError_t launch_rs_int4(const bf16* x, int ldx, const Int4Weight& w, const EpiArgs& e, int bt,
+                           int max_blocks, cudaStream_t stream);
+cudaError_t launch_ws_bf16(const bf16* x, int ldx, const Bf16Weight& w, const EpiArgs& e, int bt,
+                           int max_blocks, cudaStream_t stream);
 
 }  // namespace g4c::cuda::detail

@@ -3,6 +3,7 @@
 // KV copies that together exceed L2), CUDA events, warm-up, median of samples.
 // cuBLAS (baseline only) is loaded with dlopen so the binary runs without it.
 #include <cublas_v2.h>
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
@@ -283,15 +284,23 @@ void bench_decode_gemm() {
   cudaFree(pool);
 }
 
-void bench_prefill_gemm() {
-  const int M = 2048;
-  std::printf("\n== GEMM M=%d (TFLOP/s = 2·M·N·K / t; cuBLAS ceiling %.0f)\n", M, g_blas_tflops);
-  std::printf("(w4a16/bf16: default dispatch; wg256/wg128: sm_90a wgmma kernels with 256/128-token tiles;\n"
-              " mma: the mma.sync tile kernels (TFLOP/s); deq+cuBL: our naive dequantize kernel + cuBLAS\n"
-              " on the bf16 weights; cuBLAS: the GEMM alone on dequantized weights)\n");
-  std::printf("%-24s %9s %8s | %9s %8s | %8s %8s | %8s %8s | %8s %8s | %9s %9s | %9s\n", "shape", "w4a16 us", "TFLOP/s",
-              "bf16 us", "TFLOP/s", "wg256-w4", "wg256-bf", "wg128-w4", "wg128-bf", "mma-w4", "mma-bf", "cuBLAS us", "deq+cuBL", "cuBL TF/s");
+// Prefill GEMM table at M tokens. Columns (TFLOP/s = 2·M·N·K / t): INT4 default dispatch
+// (µs and TFLOP/s), then every INT4 kernel path, BF16 weights (warp-specialized and the
+// all-warps wgmma), cuBLAS on dequantized weights alone and after our dequantize kernel.
+// `quick` (green context): fewer columns and launches per graph.
+void bench_prefill_gemm(int M, bool quick) {
+  std::printf("\n== GEMM M=%d on %d SMs (TFLOP/s = 2*M*N*K / t; cuBLAS ceiling %.0f)\n", M,
+              gemm_stream_sms(g_stream), g_blas_tflops);
+  std::printf("(w4a16: default dispatch; rs256/rs128: register-A warp-specialized persistent wgmma (TMA X),\n"
+              " 256/128-token tiles; ws256/ws128: dequantize-to-smem warp-specialized (cp.async); legacy: the\n"
+              " dispatch before (mma.sync or all-warps wgmma 256); bf-ws256 / bf-wg: BF16 weights, warp-specialized /\n"
+              " all-warps wgmma; cuBLAS: bf16 GEMM alone on dequantized weights; deq+cuBL: our dequantize + cuBLAS)\n");
+  std::printf("%-22s %9s %7s | %7s %7s %7s %7s %7s | %8s %7s | %9s %9s %9s\n", "shape", "w4a16 us", "TF/s", "rs256",
+              "rs128", "ws256", "ws128", "legacy", "bf-ws256", "bf-wg", "cuBLAS us", "cuBL TF/s", "deq+cuBL");
+  const int calls = quick ? 3 : 10;
+  const char* only_shape = std::getenv("G4C_BENCH_SHAPE");  // substring filter (profiling)
   for (const Shape& s : kShapes) {
+    if (only_shape && !std::strstr(s.name, only_shape)) continue;
     const int rows = s.gate_up ? 2 * s.n : s.n;
     PackedSet p = make_packed(s, 128, false, 0);
     bf16 *x, *y, *wd;
@@ -301,34 +310,38 @@ void bench_prefill_gemm() {
     fill_random(x, size_t(M) * s.k * 2, 6, true);
     GemmOut o;
     o.y = y;
-    o.ldy = s.gate_up ? s.n : s.n;
+    o.ldy = s.n;
     const Epilogue ep = s.gate_up ? Epilogue::GeluMul : Epilogue::Store;
     const double flops = 2.0 * M * rows * s.k;
-    double t4 = time_graph([&](int) { CK(w4a16_gemm(x, M, s.k, p.w[0], ep, o, nullptr, 0, g_stream)); }, 10);
+    auto tf = [&](double ms) { return ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0.0; };
+    auto t4 = [&](int path) {
+      gemm_set_tensor_core_path(path);
+      const double ms = time_graph([&](int) { CK(w4a16_gemm(x, M, s.k, p.w[0], ep, o, nullptr, 0, g_stream)); }, calls);
+      gemm_set_tensor_core_path(0);
+      return ms;
+    };
     CK(int4_dequantize(p.w[0], wd, g_stream));
     Bf16Weight bw{wd, rows, s.k, s.k, s.gate_up};
-    double tb = time_graph([&](int) { CK(bf16_gemm(x, M, s.k, bw, ep, o, g_stream)); }, 10);
-    gemm_set_tensor_core_path(1);
-    double t4m = time_graph([&](int) { CK(w4a16_gemm(x, M, s.k, p.w[0], ep, o, nullptr, 0, g_stream)); }, 10);
-    double tbm = time_graph([&](int) { CK(bf16_gemm(x, M, s.k, bw, ep, o, g_stream)); }, 10);
-    gemm_set_tensor_core_path(2);
-    double t42 = time_graph([&](int) { CK(w4a16_gemm(x, M, s.k, p.w[0], ep, o, nullptr, 0, g_stream)); }, 10);
-    double tb2 = time_graph([&](int) { CK(bf16_gemm(x, M, s.k, bw, ep, o, g_stream)); }, 10);
-    gemm_set_tensor_core_path(3);
-    double t43 = time_graph([&](int) { CK(w4a16_gemm(x, M, s.k, p.w[0], ep, o, nullptr, 0, g_stream)); }, 10);
-    double tb3 = time_graph([&](int) { CK(bf16_gemm(x, M, s.k, bw, ep, o, g_stream)); }, 10);
-    gemm_set_tensor_core_path(0);
+    auto tb = [&](int path) {
+      gemm_set_tensor_core_path(path);
+      const double ms = time_graph([&](int) { CK(bf16_gemm(x, M, s.k, bw, ep, o, g_stream)); }, calls);
+      gemm_set_tensor_core_path(0);
+      return ms;
+    };
+    // G4C_BENCH_NO_RS: skip the register-A kernel (run_gemm.sh sets it when its tests failed).
+    const bool no_rs = std::getenv("G4C_BENCH_NO_RS") != nullptr;
+    const double d = t4(no_rs ? 8 : 0), r256 = no_rs ? 0 : t4(11), r128 = no_rs ? 0 : t4(12);
+    const double w256 = t4(4), w128 = quick ? 0 : t4(5), leg = t4(8);
+    const double bws = quick ? 0 : tb(4), bwg = tb(8);
     double tc = 0, tdc = 0;
     if (g_blas.ok()) {
-      tc = time_graph([&](int) { g_blas.run(x, wd, y, M, rows, s.k); }, 10);
-      tdc = time_graph([&](int) { CK(int4_dequantize(p.w[0], wd, g_stream)); g_blas.run(x, wd, y, M, rows, s.k); }, 10);
+      tc = time_graph([&](int) { g_blas.run(x, wd, y, M, rows, s.k); }, calls);
+      tdc = time_graph([&](int) { CK(int4_dequantize(p.w[0], wd, g_stream)); g_blas.run(x, wd, y, M, rows, s.k); }, calls);
     }
-    std::printf("%-24s %9.1f %8.0f | %9.1f %8.0f | %8.0f %8.0f | %8.0f %8.0f | %8.0f %8.0f | %9.1f %9.1f | %9.0f\n", s.name, t4 * 1e3,
-                flops / (t4 * 1e-3) / 1e12, tb * 1e3, flops / (tb * 1e-3) / 1e12,
-                flops / (t42 * 1e-3) / 1e12, flops / (tb2 * 1e-3) / 1e12,
-                flops / (t43 * 1e-3) / 1e12, flops / (tb3 * 1e-3) / 1e12,
-                flops / (t4m * 1e-3) / 1e12, flops / (tbm * 1e-3) / 1e12, tc * 1e3,
-                tdc * 1e3, tc > 0 ? flops / (tc * 1e-3) / 1e12 : 0.0);
+    std::printf("%-22s %9.1f %7.0f | %7.0f %7.0f %7.0f %7.0f %7.0f | %8.0f %7.0f | %9.1f %9.0f %9.1f\n", s.name,
+                d * 1e3, tf(d), tf(r256), tf(r128), tf(w256), tf(w128), tf(leg), tf(bws), tf(bwg), tc * 1e3, tf(tc),
+                tdc * 1e3);
+    std::fflush(stdout);
     cudaFree(x); cudaFree(y); cudaFree(wd); cudaFree(p.mem);
   }
 }
@@ -454,6 +467,46 @@ void bench_attention() {
   }
 }
 
+// Green context of `sms` SMs made current, and a stream on it (runtime/cuda_backend/device.cpp).
+template <class F>
+F drv_entry(const char* name) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult st{};
+  if (cudaGetDriverEntryPointByVersion(name, &p, CUDA_VERSION, cudaEnableDefault, &st) != cudaSuccess ||
+      st != cudaDriverEntryPointSuccess || !p) {
+    std::fprintf(stderr, "driver entry point %s missing\n", name);
+    std::exit(1);
+  }
+  return reinterpret_cast<F>(p);
+}
+#define DRV(call, name, ...)                                                            \
+  do {                                                                                  \
+    static const auto fn_ = drv_entry<decltype(&name)>(#name);                          \
+    if (fn_(__VA_ARGS__) != CUDA_SUCCESS) {                                             \
+      std::fprintf(stderr, "%s failed\n", #name);                                       \
+      std::exit(1);                                                                     \
+    }                                                                                   \
+  } while (0)
+cudaStream_t make_green_stream(int sms) {
+  CK(cudaFree(nullptr));
+  CUdevice dev;
+  DRV(0, cuDeviceGet, &dev, 0);
+  CUdevResource all{}, part{}, rest{};
+  DRV(0, cuDeviceGetDevResource, dev, &all, CU_DEV_RESOURCE_TYPE_SM);
+  unsigned groups = 1;
+  DRV(0, cuDevSmResourceSplitByCount, &part, &groups, &all, &rest, 0u, unsigned(sms));
+  CUdevResourceDesc desc{};
+  DRV(0, cuDevResourceGenerateDesc, &desc, &part, 1u);
+  CUgreenCtx g{};
+  DRV(0, cuGreenCtxCreate, &g, desc, dev, unsigned(CU_GREEN_CTX_DEFAULT_STREAM));
+  CUcontext ctx{};
+  DRV(0, cuCtxFromGreenCtx, &ctx, g);
+  DRV(0, cuCtxSetCurrent, ctx);
+  CUstream st{};
+  DRV(0, cuGreenCtxStreamCreate, &st, g, unsigned(CU_STREAM_NON_BLOCKING), 0);
+  return reinterpret_cast<cudaStream_t>(st);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -467,12 +520,25 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
-  CK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+  // --green N: run everything on a stream of an N-SM green context (DESIGN.md §5).
+  int green = 0;
+  for (int i = 2; i + 1 < argc; ++i)
+    if (std::string(argv[i]) == "--green") green = std::atoi(argv[i + 1]);
+  if (green > 0) {
+    g_stream = make_green_stream(green);
+    std::printf("green context: %d SMs requested, kernels see %d\n", green, gemm_stream_sms(g_stream));
+  } else {
+    CK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+  }
   g_blas.init();
   bench_ceilings();
   auto want = [&](const char* m) { return only == "all" || only.find(m) != std::string::npos; };
   if (want("decode")) bench_decode_gemm();
-  if (want("prefill")) bench_prefill_gemm();
+  if (want("prefill")) {
+    const char* only_m = std::getenv("G4C_BENCH_M");  // one M only (profiling)
+    for (int m : {2048, 512})
+      if (!only_m || std::atoi(only_m) == m) bench_prefill_gemm(m, green > 0);
+  }
   if (want("lmhead")) bench_lm_head();
   if (want("attention")) bench_attention();
   return 0;

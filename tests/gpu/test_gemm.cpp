@@ -186,6 +186,8 @@ void prefill_cases() {
   run_int4({200, 264, 1024, 64, true, false, Epilogue::GeluMul}, kGeluBound);
   run_int4({64, 136, 328, 64, false, true, Epilogue::Store}, kInt4Bound);       // m = 64 exactly
   run_int4({300, 160, 8200, 128, true, false, Epilogue::Store}, kInt4Bound);    // long k
+  // odd n and odd row strides: the paired bf16x2 stores must fall back to single elements
+  run_int4({70, 301, 264, 64, true, true, Epilogue::ResidualAdd}, kInt4Bound);
 }
 
 // Restores the default kernel choice when a test leaves.
@@ -209,6 +211,80 @@ TEST(GpuW4A16, PrefillTilesWgmma256) {
 TEST(GpuW4A16, PrefillTilesWgmma128) {
   G4C_REQUIRE_GPU();
   TcPath p(3);
+  prefill_cases();
+}
+
+// Warp-specialized persistent wgmma kernels (gemm_sm90_ws.cu).
+struct PersistBlocks {
+  explicit PersistBlocks(int b) { cuda::gemm_set_persistent_blocks(b); }
+  ~PersistBlocks() { cuda::gemm_set_persistent_blocks(0); }
+};
+TEST(GpuW4A16, PrefillTilesWs256) {
+  G4C_REQUIRE_GPU();
+  TcPath p(4);
+  prefill_cases();
+}
+TEST(GpuW4A16, PrefillTilesWs128) {
+  G4C_REQUIRE_GPU();
+  TcPath p(5);
+  prefill_cases();
+}
+TEST(GpuW4A16, PrefillTilesWsOneTilePerBlock) {
+  G4C_REQUIRE_GPU();
+  TcPath p(6);
+  prefill_cases();
+}
+// Grids of 2–3 blocks: each block loops over several tiles, so the stage ring and its barrier
+// phases carry over from one tile to the next (k chunks per tile not a multiple of the stages).
+TEST(GpuW4A16, PrefillTilesWsPersistentLoop) {
+  G4C_REQUIRE_GPU();
+  for (int path : {4, 5, 9, 10}) {
+    TcPath p(path);
+    PersistBlocks b(path == 4 || path == 9 ? 3 : 2);
+    prefill_cases();
+  }
+}
+TEST(GpuW4A16, PrefillTilesRs256) {
+  G4C_REQUIRE_GPU();
+  TcPath p(11);
+  prefill_cases();
+}
+TEST(GpuW4A16, PrefillTilesRs128) {
+  G4C_REQUIRE_GPU();
+  TcPath p(12);
+  prefill_cases();
+}
+TEST(GpuW4A16, PrefillTilesRsPersistentLoop) {
+  G4C_REQUIRE_GPU();
+  for (int path : {11, 12}) {
+    TcPath p(path);
+    PersistBlocks b(path == 11 ? 3 : 2);
+    prefill_cases();
+  }
+}
+TEST(GpuW4A16, PrefillTilesWsDrainEveryStep) {
+  G4C_REQUIRE_GPU();
+  for (int path : {9, 10}) {
+    TcPath p(path);
+    prefill_cases();
+  }
+}
+// Small cases for compute-sanitizer racecheck/memcheck (tests/gpu/run_gemm.sh): every
+// warp-specialized variant, 2-block persistent grids (tiles loop), tails, GeluMul, odd strides.
+TEST(GpuW4A16, WsSanitizerSmall) {
+  G4C_REQUIRE_GPU();
+  for (int path : {4, 5, 9, 11, 12}) {
+    TcPath p(path);
+    PersistBlocks b(2);
+    run_int4({77, 300, 776, 128, true, true, Epilogue::ResidualAdd}, kInt4Bound);
+    run_int4({70, 301, 264, 64, false, false, Epilogue::Store}, kInt4Bound);
+    run_int4({130, 72, 520, 64, true, false, Epilogue::GeluMul}, kGeluBound);
+  }
+}
+
+TEST(GpuW4A16, PrefillTilesLegacyDispatch) {
+  G4C_REQUIRE_GPU();
+  TcPath p(8);
   prefill_cases();
 }
 
@@ -291,6 +367,17 @@ TEST(GpuBf16Gemm, ShapesAndEpiloguesWgmma256) {
 TEST(GpuBf16Gemm, ShapesAndEpiloguesWgmma128) {
   G4C_REQUIRE_GPU();
   TcPath p(3);
+  bf16_cases();
+}
+TEST(GpuBf16Gemm, ShapesAndEpiloguesWs256) {
+  G4C_REQUIRE_GPU();
+  TcPath p(4);
+  bf16_cases();
+}
+TEST(GpuBf16Gemm, ShapesAndEpiloguesWs128PersistentLoop) {
+  G4C_REQUIRE_GPU();
+  TcPath p(5);
+  PersistBlocks b(2);
   bf16_cases();
 }
 TEST(GpuBf16Gemm, ShapesAndEpiloguesMmaSync) {

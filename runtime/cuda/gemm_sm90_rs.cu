@@ -1,0 +1,352 @@
+// Warp-specialized Hopper (sm_90a) W4A16 GEMM for m ≥ 64 with the A operand (dequantized INT4
+// weights) in registers: wgmma.mma_async m64nBTk16 "RS" form (A from registers, B = X tile from
+// shared memory), fp32 accumulators. The Machete arrangement, without CUTLASS.
+//
+// Block = 3 warpgroups (384 threads), persistent over tiles of 128 weight rows × BT tokens
+// (tile t → token tile t mod T, row tile t div T). Stage ring of S slots, each: X tile [BT][64]
+// bf16 (TMA, 128-byte swizzle: row r at r·128 B, 16-byte chunk c at c ^ (r mod 8)), the packed
+// INT4 fragments of the 8 row tiles (8 × 512 B bulk copies of the repacked layout, gemm.cuh),
+// their group's scales (8 × 32 B) and zeros (8 × 16 B).
+//   warpgroup 0: warp 0 issues the copies of stage i once the consumers released its slot
+//     (mbarrier `empty`): lane 0 arms `full` with the byte count (complete_tx) and issues the X
+//     tile, lane t < 8 the bulk copies of row tile t; warps 1–3 only lower their register
+//     allotment (setmaxnreg) and leave.
+//   warpgroups 1, 2 (64 weight rows each, warp w: one 16-row tile): per k step of 64, each
+//     thread reads its 16 packed bytes (its 4 mma A fragments, one per k16 step) and
+//     dequantizes them in registers, bf16((code − z)·s) exactly as the other kernels, while the
+//     previous k step's 4 wgmmas run; the A registers are double-buffered (k loop unrolled by
+//     two) so that wgmma.wait_group 1 frees the set about to be rewritten.
+// No bf16 A tile in shared memory: 37 KB per stage (BT = 256), so 6 stages fit.
+#include <cuda.h>
+
+#include <algorithm>
+
+#include "runtime/cuda/common.cuh"
+#include "runtime/cuda/gemm_epilogue.cuh"
+#include "runtime/cuda/wgmma.cuh"
+
+namespace g4c::cuda {
+namespace detail {
+namespace {
+
+__device__ __forceinline__ void rs_mbar_init(uint64_t* b, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(b)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void rs_mbar_arrive(uint64_t* b) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(b)) : "memory");
+}
+__device__ __forceinline__ void rs_mbar_expect_tx(uint64_t* b, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(b)), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void rs_mbar_wait(uint64_t* b, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_u32(b)), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int c0, int c1, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+          smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_u32(bar))
+      : "memory");
+}
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   smem_u32(dst)),
+               "l"(src), "r"(bytes), "r"(smem_u32(bar))
+               : "memory");
+}
+
+__device__ __forceinline__ void wgmma_rs(float (&d)[64], const uint32_t* a, uint64_t db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+__device__ __forceinline__ void wgmma_rs(float (&d)[128], const uint32_t* a, uint64_t db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, {%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+
+constexpr int kRsThreads = 384;
+constexpr int kRsRows = 128;
+
+template <int BT, int S>
+struct RsCfg {
+  static constexpr int kX = BT * 128;        // [BT][64] bf16, 1024-aligned
+  static constexpr int kP = kRsRows * 32;    // 8 row tiles × 512 B
+  static constexpr int kSZ = 512;            // scales [8][16] bf16 at 0, zeros [8][16] u8 at 256
+  static constexpr int kStage = kX + kP + kSZ;
+  static constexpr int kStageAligned = (kStage + 1023) / 1024 * 1024;
+  static constexpr int kSmem = kStageAligned * S + 2 * S * 8 + 1024;
+  static_assert(kSmem <= 227 * 1024, "shared memory");
+};
+
+// Two adjacent output columns (col, col+1) of token `tok`, bounded by `lim`; col even.
+__device__ __forceinline__ void rs_store2(const EpiArgs& e, int tok, int col, float v0, float v1, int lim,
+                                          bool pair_ok) {
+  if (tok >= e.m || col >= lim) return;
+  bf16* y = static_cast<bf16*>(e.o.y) + long(tok) * e.o.ldy + col;
+  const bool two = col + 1 < lim;
+  const bool vec = two && pair_ok;
+  if (e.ep == 1) {
+    const bf16* r = e.o.residual + long(tok) * e.o.ldr + col;
+    if (vec) {
+      const float2 rf = __bfloat1622float2(*reinterpret_cast<const bf162*>(r));
+      v0 += rf.x;
+      v1 += rf.y;
+    } else {
+      v0 += __bfloat162float(r[0]);
+      if (two) v1 += __bfloat162float(r[1]);
+    }
+  }
+  if (vec) {
+    *reinterpret_cast<bf162*>(y) = __floats2bfloat162_rn(v0, v1);
+  } else {
+    y[0] = __float2bfloat16(v0);
+    if (two) y[1] = __float2bfloat16(v1);
+  }
+}
+
+template <int BT, int S>
+__global__ void __launch_bounds__(kRsThreads, 1)
+    rs_gemm_kernel(const __grid_constant__ CUtensorMap tmx, Int4Weight w4, EpiArgs e, int tok_tiles,
+                   int total_tiles, int pair_ok) {
+  using C = RsCfg<BT, S>;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  unsigned char* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + C::kStageAligned * S);
+  uint64_t* empty = full + S;
+  const int tid = threadIdx.x;
+  const int kc_n = w4.kp / 64;
+  const int ntiles16 = (w4.n + 15) / 16;
+  const int ngroups = w4.kp / w4.group;
+  const int my_tiles = (total_tiles - int(blockIdx.x) + int(gridDim.x) - 1) / int(gridDim.x);
+  const int nitems = my_tiles * kc_n;
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+      rs_mbar_init(&full[s], 1);     // the copying thread's arrive.expect_tx (+ the bytes)
+      rs_mbar_init(&empty[s], 256);  // every consumer thread
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (tid < 128) {
+    // ---------------------------------------------------------------- copy warpgroup
+    if constexpr (BT == 256) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+    if (tid >= 32) return;
+    // Warp 0: lane 0 arms the barrier and issues the X tile; lane tt < 8 copies row tile tt.
+    if (tid == 0) asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmx)) : "memory");
+    for (int i = 0; i < nitems; ++i) {
+      const int s = i % S;
+      if (i >= S) rs_mbar_wait(&empty[s], uint32_t((i / S) - 1) & 1u);
+      unsigned char* base = smem + s * C::kStageAligned;
+      const int tile = int(blockIdx.x) + (i / kc_n) * int(gridDim.x);
+      const int kc = i % kc_n;
+      const int tok0 = (tile % tok_tiles) * BT;
+      const int t0 = (tile / tok_tiles) * (kRsRows / 16);
+      const int nvalid = min(8, ntiles16 - t0);
+      if (tid == 0) {
+        const uint32_t bytes = uint32_t(C::kX) + uint32_t(nvalid) * (512u + 32u + (w4.zeros ? 16u : 0u));
+        rs_mbar_expect_tx(&full[s], bytes);
+        tma_load_2d(base, &tmx, kc * 64, tok0, &full[s]);
+      }
+      __syncwarp();
+      if (tid < nvalid) {
+        const int tt = tid;
+        const long tg = long(t0 + tt) * ngroups + kc * 64 / w4.group;
+        bulk_load(base + C::kX + tt * 512,
+                  static_cast<const unsigned char*>(w4.qweight) + (long(t0 + tt) * kc_n + kc) * 512, 512u, &full[s]);
+        bulk_load(base + C::kX + C::kP + tt * 32, w4.scales + tg * 16, 32u, &full[s]);
+        if (w4.zeros) bulk_load(base + C::kX + C::kP + 256 + tt * 16, w4.zeros + tg * 16, 16u, &full[s]);
+      }
+    }
+    return;
+  }
+
+  // ------------------------------------------------------------------ consumer warpgroups
+  if constexpr (BT == 256) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+  const int cw = (tid >> 7) - 1;  // weight rows cw·64 .. +63 of the tile
+  const int warp = tid >> 5, lane = tid & 31;
+  const int wl = warp & 3, g = lane >> 2, t = lane & 3;
+  const int tl = cw * 4 + wl;  // this warp's 16-row tile in the block tile
+  const bool odd = g & 1;
+  float acc[BT / 2];
+  uint32_t a0[16], a1[16];
+
+  // Waits for item `it`, then dequantizes this thread's fragments of it into `a`.
+  auto dq = [&](uint32_t(&a)[16], int it, bool valid) {
+    const int s = it % S;
+    rs_mbar_wait(&full[s], uint32_t(it / S) & 1u);
+    const unsigned char* base = smem + s * C::kStageAligned;
+    const uint4 aw = *reinterpret_cast<const uint4*>(base + C::kX + tl * 512 + lane * 16);
+    bf162 s2 = *reinterpret_cast<const bf162*>(base + C::kX + C::kP + (tl * 16 + 2 * g) * 2);
+    const uint32_t zw =
+        w4.zeros ? *reinterpret_cast<const uint16_t*>(base + C::kX + C::kP + 256 + tl * 16 + 2 * g) : 0x0808u;
+    if (!valid) s2 = __float2bfloat162_rn(0.f);  // row tile past n: slot holds stale bytes
+    const bf162 zlo = __float2bfloat162_rn(128.f + float(zw & 0xFF));
+    const bf162 zhi = __float2bfloat162_rn(128.f + float((zw >> 8) & 0xFF));
+    const bf162 slo = __low2bfloat162(s2), shi = __high2bfloat162(s2);
+    const uint32_t words[4] = {aw.x, aw.y, aw.z, aw.w};
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) {
+      uint32_t f[4];
+      dequant8(words[ks], zlo, zhi, slo, shi, f);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) a[4 * ks + q] = f[q];
+    }
+  };
+  auto mma = [&](const uint32_t(&a)[16], int it) {
+    const uint32_t xaddr = smem_u32(smem + (it % S) * C::kStageAligned);
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) wgmma_rs(acc, a + 4 * ks, sw128_desc(xaddr + ks * 32));
+    wgmma_commit();
+  };
+
+  int item = 0;
+  for (int ti = 0; ti < my_tiles; ++ti) {
+    const int tile = int(blockIdx.x) + ti * int(gridDim.x);
+    const int tok0 = (tile % tok_tiles) * BT;
+    const int n0 = (tile / tok_tiles) * kRsRows;
+    const bool valid = n0 / 16 + tl < ntiles16;
+#pragma unroll
+    for (int i = 0; i < BT / 2; ++i) acc[i] = 0.f;
+    dq(a0, item, valid);
+    for (int kc = 0; kc < kc_n; kc += 2) {
+      mma(a0, item);
+      wgmma_wait1();  // group item−1 (registers a1) done
+      if (kc > 0) rs_mbar_arrive(&empty[(item - 1) % S]);
+      ++item;
+      if (kc + 1 >= kc_n) break;
+      dq(a1, item, valid);
+      mma(a1, item);
+      wgmma_wait1();  // group item−1 (registers a0) done
+      rs_mbar_arrive(&empty[(item - 1) % S]);
+      ++item;
+      if (kc + 2 < kc_n) dq(a0, item, valid);
+    }
+    wgmma_wait0();
+    rs_mbar_arrive(&empty[(item - 1) % S]);
+
+    // Epilogue, as in gemm_sm90_ws.cu: acc[4j..4j+3] = (row g, tok 2t), (g, 2t+1), (g+8, 2t),
+    // (g+8, 2t+1) of token block j; lanes g, g^1 swap one value for paired column stores.
+    const int prow = n0 + cw * 64 + wl * 16 + g;
+#pragma unroll
+    for (int j = 0; j < BT / 8; ++j) {
+      const int tok = tok0 + j * 8 + 2 * t;
+      const float* c = acc + 4 * j;
+      if (e.ep == 3) {
+        epi_write(e, prow, tok, c[0], 0.f);
+        epi_write(e, prow, tok + 1, c[1], 0.f);
+        epi_write(e, prow + 8, tok, c[2], 0.f);
+        epi_write(e, prow + 8, tok + 1, c[3], 0.f);
+      } else if (e.ep == 2) {
+        const float v0 = gelu_mul_bf16(c[0], c[2]), v1 = gelu_mul_bf16(c[1], c[3]);
+        const float recv = __shfl_xor_sync(0xffffffffu, odd ? v0 : v1, 4);
+        const int col = (prow >> 4) * 8 + g - (odd ? 1 : 0);
+        rs_store2(e, odd ? tok + 1 : tok, col, odd ? recv : v0, odd ? v1 : recv, e.n / 2, pair_ok);
+      } else {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float x0 = c[2 * h], x1 = c[2 * h + 1];
+          const float recv = __shfl_xor_sync(0xffffffffu, odd ? x0 : x1, 4);
+          const int col = prow + 8 * h - (odd ? 1 : 0);
+          rs_store2(e, odd ? tok + 1 : tok, col, odd ? recv : x0, odd ? x1 : recv, e.n, pair_ok);
+        }
+      }
+    }
+  }
+}
+
+using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+EncodeTiled encode_fn() {
+  static const EncodeTiled fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult st{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, CUDA_VERSION, cudaEnableDefault, &st) !=
+            cudaSuccess ||
+        st != cudaDriverEntryPointSuccess)
+      p = nullptr;
+    return reinterpret_cast<EncodeTiled>(p);
+  }();
+  return fn;
+}
+
+template <int BT, int S>
+cudaError_t launch_rs_t(const bf16* x, int ldx, const Int4Weight& w, const EpiArgs& e, int max_blocks,
+                        cudaStream_t stream) {
+  using C = RsCfg<BT, S>;
+  static const cudaError_t attr =
+      cudaFuncSetAttribute(rs_gemm_kernel<BT, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
+  if (attr != cudaSuccess) return attr;
+  const EncodeTiled enc = encode_fn();
+  if (!enc) return cudaErrorNotSupported;
+  // X [m][ldx] bf16 as a 2-D tensor {k, m}; box {64, BT}; reads past k or m are zero-filled.
+  CUtensorMap map;
+  const cuuint64_t dims[2] = {cuuint64_t(w.k), cuuint64_t(e.m)};
+  const cuuint64_t strides[1] = {cuuint64_t(ldx) * 2};
+  const cuuint32_t box[2] = {64u, cuuint32_t(BT)};
+  const cuuint32_t estr[2] = {1u, 1u};
+  if (enc(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<bf16*>(x), dims, strides, box, estr,
+          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+    return cudaErrorInvalidValue;
+  const int n_tiles = (((w.n + 15) / 16) * 16 + kRsRows - 1) / kRsRows;
+  const int tok_tiles = (e.m + BT - 1) / BT;
+  const int total = n_tiles * tok_tiles;
+  const int grid = max_blocks > 0 ? std::min(total, max_blocks) : total;
+  const auto a4 = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 3) == 0; };
+  const bool pair_ok = e.o.ldy % 2 == 0 && a4(e.o.y) && (e.ep != 1 || (e.o.ldr % 2 == 0 && a4(e.o.residual)));
+  rs_gemm_kernel<BT, S><<<grid, kRsThreads, C::kSmem, stream>>>(map, w, e, tok_tiles, total, pair_ok ? 1 : 0);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_rs_int4(const bf16* x, int ldx, const Int4Weight& w, const EpiArgs& e, int bt, int max_blocks,
+                           cudaStream_t stream) {
+  return bt == 256 ? launch_rs_t<256, 6>(x, ldx, w, e, max_blocks, stream)
+                   : launch_rs_t<128, 8>(x, ldx, w, e, max_blocks, stream);
+}
+
+}  // namespace detail
+}  // namespace g4c::cuda
