@@ -2,6 +2,7 @@
 #include "runtime/cuda/gemm.cuh"
 
 #include "runtime/cuda/common.cuh"
+#include "runtime/cuda/gemm_decode.cuh"
 #include "runtime/cuda/gemm_epilogue.cuh"
 
 #include <cuda.h>
@@ -288,7 +289,11 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, MINB)
     for (int i = threadIdx.x; i < kDecodeRows * ntok; i += blockDim.x) {
       const int r = i / ntok, tk = i % ntok;
       float v = 0.f;
-      for (int s2 = 0; s2 < S; ++s2) v += __ldcg(&ws[(long(s2) * np + row0 + r) * 16 + tk]);
+      for (int s2 = 0; s2 < S; ++s2) {  // read and zero: the streaming kernels share ws
+        float* p = &ws[(long(s2) * np + row0 + r) * 16 + tk];
+        v += __ldcg(p);
+        __stcg(p, 0.f);
+      }
       red[r * 16 + tk] = v;
     }
     if (threadIdx.x == 0) counters[blockIdx.x] = 0;
@@ -479,7 +484,10 @@ cudaError_t launch_tile(const bf16* x, int ldx, const Int4Weight& w4, const Bf16
   return cudaGetLastError();
 }
 
-int g_decode_variant = 0;  // 0: 8 loads in flight/lane, 2 blocks/SM; 1: 4 loads, 3 blocks/SM
+// 0: by shape (streaming kernels of gemm_decode.cu where measured faster, else this kernel with
+// 8 loads in flight/lane, 2 blocks/SM); 1: this kernel, 4 loads, 3 blocks/SM; 2: this kernel,
+// 8 loads, 2 blocks/SM.
+int g_decode_variant = 0;
 // 0: by shape; 1: mma.sync only; 2/3: wgmma 256/128 tokens (all warps load, dequantize and
 // multiply); 4/5: warp-specialized persistent wgmma 256/128; 6/7: the same, one block per tile;
 // 8: the choice by shape before the warp-specialized kernels (mma.sync / wgmma 256);
@@ -621,8 +629,9 @@ void interleave_gate_up_bf16(const bf16* gate, const bf16* up, int f, int k, bf1
 size_t w4a16_workspace_bytes(int m, const Int4Weight& w) {
   if (m > 16) return 0;
   const DecodePlan p = decode_plan(m, w);
-  if (p.splits <= 1) return 0;
-  return align256(size_t(p.splits) * p.nblk * kDecodeRows * 16 * 4) + align256(size_t(p.nblk) * 4);
+  const size_t stream_ws = w4a16_decode_workspace_bytes(w);  // gemm_decode.cu
+  if (p.splits <= 1) return stream_ws;
+  return std::max(stream_ws, align256(size_t(p.splits) * p.nblk * kDecodeRows * 16 * 4) + align256(size_t(p.nblk) * 4));
 }
 
 cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilogue ep,
@@ -631,6 +640,10 @@ cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilo
   EpiArgs e{int(ep), out, w.n, m};
   if (m <= 0) return cudaSuccess;
   if (m <= 16) {
+    if (g_decode_variant == 0) {  // streaming kernels (gemm_decode.cu) where measured faster
+      const int v = w4a16_decode_choice(m, w, stream_sms(stream));
+      if (v >= 0) return w4a16_decode(x, m, ldx, w, ep, out, workspace, workspace_bytes, DecodeTuning{v, 0, 0}, stream);
+    }
     const DecodePlan p = decode_plan(m, w);
     float* ws = nullptr;
     int* counters = nullptr;

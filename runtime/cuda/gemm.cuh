@@ -82,14 +82,17 @@ struct GemmOut {
   float softcap = 30.f;
 };
 
-// Workspace for the split-K decode path (m ≤ 16); the size grows with m, so size a shared
-// workspace with m = 16. The last int region holds tile counters that must be ZERO the first
-// time a workspace is used (cudaMemset once); kernels leave them zero. One workspace must not
-// be used by two launches running concurrently (different streams).
+// Workspace for the decode path (m ≤ 16): the legacy split-K kernel's partials and tickets, or
+// the streaming kernels' fp32 partials and tile counters (gemm_decode.cuh); the size grows with
+// m, so size a shared workspace with m = 16. It must be ZERO the first time it is used
+// (cudaMemset once); both kernels leave it zero. One workspace must not be used by two launches
+// running concurrently (different streams).
 size_t w4a16_workspace_bytes(int m, const Int4Weight& w);
 
 // x: bf16 [m, ldx] (ldx % 8 == 0, 16-byte aligned), first w.k columns used.
-// m ≤ 16: weight-streaming decode kernel (split-K, one pass over the weights).
+// m ≤ 16: weight-streaming decode kernels, one pass over the weights: the persistent streaming
+// family of gemm_decode.cu, or the legacy split-K kernel where that was measured faster
+// (w4a16_decode_choice).
 // m ≥ 64: warp-specialized persistent sm_90a wgmma kernel (gemm_sm90_rs.cu: one thread
 // copies X (TMA) and the packed INT4 tiles (bulk copies) into a stage ring; two consumer
 // warpgroups dequantize their fragments in registers and issue wgmma with A from registers;
@@ -120,8 +123,9 @@ void gemm_set_tensor_core_path(int path);
 void gemm_set_persistent_blocks(int blocks);
 // SMs available to kernels on `stream`: its green context's SM count, else the device's.
 int gemm_stream_sms(cudaStream_t stream);
-// For benchmarks: decode kernel variant (0 default: 8 loads in flight per lane, 2 blocks/SM;
-// 1: 4 loads, 3 blocks/SM, m ≤ 8 only). Not thread-safe.
+// For benchmarks: decode kernel (0 default: by shape, w4a16_decode_choice; legacy split-K
+// kernel forced: 1 = 4 loads in flight per lane, 3 blocks/SM, m ≤ 8 only; 2 = 8 loads, 2
+// blocks/SM). Not thread-safe.
 void gemm_set_decode_variant(int v);
 
 // Same contract with BF16 weights (BF16 path, LM head). m ≤ 16: mma.sync kernel with 16-token

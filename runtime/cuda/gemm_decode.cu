@@ -1,0 +1,503 @@
+// W4A16 decode GEMM, m ≤ 16: persistent weight-streaming kernel family (API and design in
+// gemm_decode.cuh; weight layout in gemm.cuh).
+//
+// Numerics (same contract as the decode kernel in gemm.cu): the mma A fragment is the exact
+// bf16 value 128 + code, the mma accumulates T = Σ(128+c)·x per group in fp32, and at the group
+// end acc += s·(T − (128+z)·Σx) with the fp32 scale and the per-(token, group) Σx of the bf16
+// activations: exact (c − z), fp32 scale, fp32 accumulation.
+#include "runtime/cuda/gemm_decode.cuh"
+
+#include "runtime/cuda/common.cuh"
+#include "runtime/cuda/gemm_epilogue.cuh"
+
+#include <algorithm>
+
+namespace g4c::cuda {
+using namespace detail;
+
+namespace {
+
+// ------------------------------------------------------------------ PTX helpers
+__device__ __forceinline__ void dmbar_init(uint64_t* b, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(b)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void dmbar_expect_tx(uint64_t* b, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(b)), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void dmbar_wait(uint64_t* b, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_u32(b)), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+// Bulk copy global → this CTA's shared memory, completing on mbarrier `b`, L2 policy `pol`.
+__device__ __forceinline__ void bulk_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* b,
+                                         uint64_t pol) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(
+          smem_u32(dst)),
+      "l"(src), "r"(bytes), "r"(smem_u32(b)), "l"(pol)
+      : "memory");
+}
+__device__ __forceinline__ uint64_t evict_first_policy() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ void red_add_v2(float* p, float a, float b) {
+  asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(a), "f"(b) : "memory");
+}
+__device__ __forceinline__ uint4 lds128(const void* p) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(smem_u32(p)));
+  return v;
+}
+
+// ------------------------------------------------------------------ kernel
+// Kernel arguments computed by the host plan.
+struct DecArgs {
+  int S;      // k splits
+  int gps;    // groups per split (the last may hold fewer)
+  int br;     // blocks per split
+  int cpg;    // 64-chunks per group
+  int ngroups;
+  int ntiles;
+  int mrows;  // min(m, 16)
+  int xrow;   // bytes per activation row in smem (gps·G·2 + 16)
+};
+
+// Shared memory per block: barriers [NW][NST] | rings [NW][NST][stage] | x [mrows][xrow] |
+// Σx [mrows][gps] floats. A stage holds UPS units of TP tiles: INT4 [UPS][TP][cpg·512], scales
+// [UPS][TP][32 B], zeros [UPS][TP][16 B].
+template <int NW, int NST, int UPS, int TP>
+struct DecSmem {
+  static constexpr int kBars = (NW * NST * 8 + 127) / 128 * 128;
+  __host__ __device__ static int stage(int cpg) { return UPS * TP * (cpg * 512 + 48); }
+  __host__ __device__ static int ring(int cpg) { return NW * NST * stage(cpg); }
+  __host__ __device__ static int bytes(const DecArgs& a) {
+    return kBars + ring(a.cpg) + a.mrows * a.xrow + a.mrows * a.gps * 4;
+  }
+};
+
+// Activation slice k ∈ [k0, k0+klen) of rows < mrows → smem, in the lane order of the mma B
+// fragment: per row and 64-chunk, lane t's 16 values (k16 step ks, k = 16ks + 2t + {0,1,8,9})
+// are 32 contiguous bytes [ks][b0,b1], so a lane reads its chunk with two 16-byte loads.
+// Also Σx per (row, group). Loads are batched (8 per thread) to keep the L2 round trips few.
+template <int NT>
+__device__ __forceinline__ void load_x_slice(const bf16* __restrict__ x, int ldx, int kvalid, int k0,
+                                             int klen, int mrows, int xrow, int group,
+                                             unsigned char* xs, float* xsum, int gloc) {
+  const int per_row = klen / 8;
+  const int total = mrows * per_row;
+  const int gthreads = group / 8;
+  constexpr int B = 8;
+  for (int base = 0; base < total; base += NT * B) {
+    uint4 v[B];
+#pragma unroll
+    for (int b = 0; b < B; ++b) {
+      const int idx = base + b * NT + threadIdx.x;
+      v[b] = make_uint4(0, 0, 0, 0);
+      if (idx < total) {
+        const int r = idx / per_row, c = idx - r * per_row;
+        if (k0 + c * 8 < kvalid) v[b] = __ldg(reinterpret_cast<const uint4*>(x + long(r) * ldx + k0 + c * 8));
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < B; ++b) {
+      const int idx = base + b * NT + threadIdx.x;
+      const bool ok = idx < total;
+      const int r = ok ? idx / per_row : 0, c = ok ? idx - r * per_row : 0;
+      const int kk = c * 8;  // offset in the slice; 8 values of one k16 half
+      const int cl = kk >> 6, ks = (kk >> 4) & 3, h = (kk >> 3) & 1;
+      const uint32_t w[4] = {v[b].x, v[b].y, v[b].z, v[b].w};
+      float sum = 0.f;
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        if (ok)
+          *reinterpret_cast<uint32_t*>(xs + r * xrow + cl * 128 + t * 32 + (ks * 2 + h) * 4) = w[t];
+        const float2 f = __bfloat1622float2(*reinterpret_cast<const bf162*>(&w[t]));
+        sum += f.x + f.y;
+      }
+      // The group's G/8 items are consecutive idx, aligned (per_row is a multiple of G/8).
+      for (int o = gthreads / 2; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+      if (ok && (threadIdx.x & (gthreads - 1)) == 0) xsum[r * gloc + kk / group] = sum;
+    }
+  }
+}
+
+// MT: n8 token tiles (1: m ≤ 8, 2: m ≤ 16). TP: 16-row tiles per unit (2: each activation
+// fragment read from smem serves two weight tiles). Units of a split: (tile group p, group gl),
+// p-major, so a warp's range walks whole tiles along k.
+template <int MT, int NW, int NST, int UPS, int TP, int BPS>
+__global__ void __launch_bounds__(NW * 32, BPS)
+    w4_stream_kernel(const bf16* __restrict__ x, int ldx, Int4Weight w, EpiArgs e, DecArgs a,
+                     float* __restrict__ ws, int* __restrict__ counters) {
+  using L = DecSmem<NW, NST, UPS, TP>;
+  static_assert(UPS * TP * 3 <= 32, "one copy per lane");
+  extern __shared__ __align__(128) unsigned char smem[];
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem);
+  const int stage_bytes = L::stage(a.cpg);
+  unsigned char* rings = smem + L::kBars;
+  unsigned char* xs = rings + L::ring(a.cpg);
+  float* xsum = reinterpret_cast<float*>(xs + a.mrows * a.xrow);
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int split = blockIdx.x / a.br, rb = blockIdx.x - split * a.br;
+  const int g0 = split * a.gps;               // first group of the split
+  const int gs = min(a.gps, a.ngroups - g0);  // groups in this split
+  const int ntp = (a.ntiles + TP - 1) / TP;   // tile groups
+  const int units = ntp * gs;
+  const int b_lo = int((long(units) * rb) / a.br), b_hi = int((long(units) * (rb + 1)) / a.br);
+  const int ua = b_lo + int((long(b_hi - b_lo) * warp) / NW);
+  const int ub = b_lo + int((long(b_hi - b_lo) * (warp + 1)) / NW);
+  const int nst_total = (ub - ua + UPS - 1) / UPS;
+
+  uint64_t* wbar = bars + warp * NST;
+  unsigned char* wring = rings + warp * NST * stage_bytes;
+  const int wbytes = a.cpg * 512;
+  const int kc_n = w.kp / 64;
+  const bool asym = w.zeros != nullptr;
+  const uint64_t pol = evict_first_policy();
+  const int sc_off = UPS * TP * wbytes, z_off = UPS * TP * (wbytes + 32);
+
+  // Stage `st` (units ua + st·UPS …) → ring slot st % NST. Lane → (kind, unit i, tile tt):
+  // kind 0 copies INT4, 1 scales, 2 zeros. Tiles past n are not copied (their smem is never
+  // written out).
+  auto issue = [&](int st) {
+    const int u0 = ua + st * UPS;
+    const int cnt = min(UPS, ub - u0);
+    uint64_t* bar = wbar + (st % NST);
+    unsigned char* dst = wring + (st % NST) * stage_bytes;
+    const int last_p = (u0 + cnt - 1) / gs;  // tile groups past n hold fewer tiles
+    const int real_last = min(TP, a.ntiles - last_p * TP);
+    const int first_p = u0 / gs;
+    int tiles = 0;  // tiles copied in this stage
+    for (int p = first_p; p <= last_p; ++p) {
+      const int lo = max(u0, p * gs), hi = min(u0 + cnt, (p + 1) * gs);
+      tiles += (hi - lo) * (p == last_p ? real_last : min(TP, a.ntiles - p * TP));
+    }
+    if (lane == 0) dmbar_expect_tx(bar, uint32_t(tiles * (wbytes + 32 + (asym ? 16 : 0))));
+    __syncwarp();
+    const int kind = lane / (UPS * TP), rem = lane - kind * (UPS * TP);
+    const int i = rem / TP, tt = rem - i * TP;
+    if (i < cnt && kind < (asym ? 3 : 2)) {
+      const int u = u0 + i;
+      const int p = u / gs, gi = g0 + (u - p * gs);
+      const int tile = p * TP + tt;
+      if (tile < a.ntiles) {
+        const int slot = i * TP + tt;
+        if (kind == 0)
+          bulk_g2s(dst + slot * wbytes,
+                   static_cast<const unsigned char*>(w.qweight) + (long(tile) * kc_n + gi * a.cpg) * 512,
+                   uint32_t(wbytes), bar, pol);
+        else if (kind == 1)
+          bulk_g2s(dst + sc_off + slot * 32, w.scales + (long(tile) * a.ngroups + gi) * 16, 32u, bar, pol);
+        else
+          bulk_g2s(dst + z_off + slot * 16, w.zeros + (long(tile) * a.ngroups + gi) * 16, 16u, bar, pol);
+      }
+    }
+  };
+
+  if (lane == 0)
+    for (int s = 0; s < NST; ++s) dmbar_init(wbar + s, 1);
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  __syncwarp();
+#pragma unroll 1
+  for (int s = 0; s < NST && s < nst_total; ++s) issue(s);
+
+  // Activation slice of this split (overlaps the weight copies in flight).
+  const int k0 = g0 * w.group;
+  load_x_slice<NW * 32>(x, ldx, w.k, k0, gs * w.group, a.mrows, a.xrow, w.group, xs, xsum, a.gps);
+  __syncthreads();
+
+  float acc[TP][MT][4], tmp[TP][MT][4];
+  int cur = -1, done = 0;
+  auto zero_acc = [&]() {
+#pragma unroll
+    for (int tt = 0; tt < TP; ++tt)
+#pragma unroll
+      for (int j = 0; j < MT; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) acc[tt][j][q] = 0.f;
+  };
+  // Epilogue of tile `tile` from per-lane values v (rows g, g+8 × tokens j·8+2t, +1).
+  auto finish = [&](int tile, const float (&v)[MT][4]) {
+    const int prow = tile * 16 + g;
+#pragma unroll
+    for (int j = 0; j < MT; ++j) {
+      const int tok = j * 8 + 2 * t;
+      if (e.ep == 2) {
+        epi_write(e, prow, tok, v[j][0], v[j][2]);
+        epi_write(e, prow, tok + 1, v[j][1], v[j][3]);
+      } else {
+        epi_write(e, prow, tok, v[j][0], 0.f);
+        epi_write(e, prow, tok + 1, v[j][1], 0.f);
+        epi_write(e, prow + 8, tok, v[j][2], 0.f);
+        epi_write(e, prow + 8, tok + 1, v[j][3], 0.f);
+      }
+    }
+  };
+  // Tile `tile`'s partial sums (this warp's `done` groups) → output or workspace.
+  auto flush_tile = [&](int tile, const float (&av)[MT][4]) {
+    if (tile >= a.ntiles) return;
+    if (done == a.ngroups) {  // the whole tile (all of k) is in this warp's registers
+      finish(tile, av);
+      return;
+    }
+    float* r0 = ws + (long(tile) * 16 + g) * 16;
+    float* r1 = r0 + 8 * 16;
+#pragma unroll
+    for (int j = 0; j < MT; ++j) {
+      const int tok = j * 8 + 2 * t;
+      if (tok < a.mrows) {
+        red_add_v2(r0 + tok, av[j][0], av[j][1]);
+        red_add_v2(r1 + tok, av[j][2], av[j][3]);
+      }
+    }
+    __threadfence();
+    __syncwarp();
+    int last = 0;
+    if (lane == 0) last = atomicAdd(&counters[tile], done) + done == a.ngroups;
+    last = __shfl_sync(0xffffffffu, last, 0);
+    if (!last) return;
+    __threadfence();
+    float v[MT][4];
+#pragma unroll
+    for (int j = 0; j < MT; ++j) {
+      const int tok = j * 8 + 2 * t;
+      const bool ok = tok < a.mrows;
+      v[j][0] = ok ? atomicExch(r0 + tok, 0.f) : 0.f;
+      v[j][1] = ok ? atomicExch(r0 + tok + 1, 0.f) : 0.f;
+      v[j][2] = ok ? atomicExch(r1 + tok, 0.f) : 0.f;
+      v[j][3] = ok ? atomicExch(r1 + tok + 1, 0.f) : 0.f;
+    }
+    if (lane == 0) counters[tile] = 0;
+    finish(tile, v);
+  };
+  auto flush = [&]() {
+    if (cur < 0) return;
+#pragma unroll
+    for (int tt = 0; tt < TP; ++tt) flush_tile(cur * TP + tt, acc[tt]);
+  };
+
+  zero_acc();
+#pragma unroll 1
+  for (int st = 0; st < nst_total; ++st) {
+    const int slot = st % NST;
+    dmbar_wait(wbar + slot, uint32_t((st / NST) & 1));
+    const unsigned char* sw = wring + slot * stage_bytes;
+    const int u0 = ua + st * UPS;
+    const int cnt = min(UPS, ub - u0);
+#pragma unroll 1
+    for (int i = 0; i < cnt; ++i) {
+      const int u = u0 + i;
+      const int p = u / gs, gl = u - p * gs;
+      if (p != cur) {
+        flush();
+        zero_acc();
+        cur = p;
+        done = 0;
+      }
+#pragma unroll
+      for (int tt = 0; tt < TP; ++tt)
+#pragma unroll
+        for (int j = 0; j < MT; ++j) tmp[tt][j][0] = tmp[tt][j][1] = tmp[tt][j][2] = tmp[tt][j][3] = 0.f;
+#pragma unroll 2
+      for (int cc = 0; cc < a.cpg; ++cc) {
+        const int cl = gl * a.cpg + cc;  // 64-chunk in the split
+        uint4 xb[MT][2];
+#pragma unroll
+        for (int j = 0; j < MT; ++j) {
+          const int row = j * 8 + g;
+          if (row < a.mrows) {
+            const unsigned char* xp = xs + row * a.xrow + cl * 128 + t * 32;
+            xb[j][0] = lds128(xp);
+            xb[j][1] = lds128(xp + 16);
+          } else {
+            xb[j][0] = xb[j][1] = make_uint4(0, 0, 0, 0);
+          }
+        }
+#pragma unroll
+        for (int tt = 0; tt < TP; ++tt) {
+          const uint4 cw = lds128(sw + ((i * TP + tt) * a.cpg + cc) * 512 + lane * 16);
+          const uint32_t words[4] = {cw.x, cw.y, cw.z, cw.w};
+#pragma unroll
+          for (int ks = 0; ks < 4; ++ks) {
+            uint32_t af[4];
+#pragma unroll
+            for (int q = 0; q < 4; ++q) af[q] = ((words[ks] >> (4 * q)) & 0x000F000Fu) | 0x43004300u;
+#pragma unroll
+            for (int j = 0; j < MT; ++j) {
+              const uint32_t b0 = ks == 0 ? xb[j][0].x : ks == 1 ? xb[j][0].z : ks == 2 ? xb[j][1].x : xb[j][1].z;
+              const uint32_t b1 = ks == 0 ? xb[j][0].y : ks == 1 ? xb[j][0].w : ks == 2 ? xb[j][1].y : xb[j][1].w;
+              mma_bf16(tmp[tt][j], af, b0, b1);
+            }
+          }
+        }
+      }
+      // Group end: zero and scale in fp32.
+      float xv[MT][2];
+#pragma unroll
+      for (int j = 0; j < MT; ++j) {
+        const int t0 = j * 8 + 2 * t, t1 = t0 + 1;
+        xv[j][0] = t0 < a.mrows ? xsum[t0 * a.gps + gl] : 0.f;
+        xv[j][1] = t1 < a.mrows ? xsum[t1 * a.gps + gl] : 0.f;
+      }
+#pragma unroll
+      for (int tt = 0; tt < TP; ++tt) {
+        const int slot = i * TP + tt;
+        const uint32_t cs = *reinterpret_cast<const uint32_t*>(sw + sc_off + slot * 32 + 4 * g);
+        const uint32_t cz = asym ? *reinterpret_cast<const uint16_t*>(sw + z_off + slot * 16 + 2 * g) : 0x0808u;
+        const float2 s2 = __bfloat1622float2(*reinterpret_cast<const bf162*>(&cs));
+        const float zg = 128.f + float(cz & 0xFF), zg8 = 128.f + float((cz >> 8) & 0xFF);
+#pragma unroll
+        for (int j = 0; j < MT; ++j) {
+          acc[tt][j][0] += s2.x * (tmp[tt][j][0] - zg * xv[j][0]);
+          acc[tt][j][1] += s2.x * (tmp[tt][j][1] - zg * xv[j][1]);
+          acc[tt][j][2] += s2.y * (tmp[tt][j][2] - zg8 * xv[j][0]);
+          acc[tt][j][3] += s2.y * (tmp[tt][j][3] - zg8 * xv[j][1]);
+        }
+      }
+      ++done;
+    }
+    __syncwarp();
+    if (st + NST < nst_total) issue(st + NST);
+  }
+  flush();
+}
+
+// ------------------------------------------------------------------ variants and plan
+struct Variant {
+  DecodeVariantInfo info;
+  const void* k1;  // MT = 1 (m ≤ 8)
+  const void* k2;  // MT = 2
+};
+
+template <int NW, int NST, int UPS, int TP, int BPS>
+constexpr Variant make_variant(int xcap_kb, const char* name) {
+  return Variant{DecodeVariantInfo{NW, BPS, NST, UPS, TP, xcap_kb, name},
+                 reinterpret_cast<const void*>(&w4_stream_kernel<1, NW, NST, UPS, TP, BPS>),
+                 reinterpret_cast<const void*>(&w4_stream_kernel<2, NW, NST, UPS, TP, BPS>)};
+}
+
+// <warps, stages, units/stage, tiles/unit, blocks/SM>(activation budget KB). Ring bytes per
+// warp at group 128: stages · units · tiles · 1072.
+const Variant& variant(int v) {
+  static const Variant kV[] = {
+      make_variant<8, 4, 4, 1, 1>(80, "8 warps, 1 blk/SM, 4 stg x 4 units x 1 tile, x<=80K"),
+      make_variant<8, 4, 2, 2, 1>(80, "8 warps, 1 blk/SM, 4 stg x 2 units x 2 tiles, x<=80K"),
+      make_variant<4, 4, 2, 2, 2>(40, "4 warps, 2 blk/SM, 4 stg x 2 units x 2 tiles, x<=40K"),
+      make_variant<8, 4, 4, 1, 1>(24, "8 warps, 1 blk/SM, 4 stg x 4 units x 1 tile, x<=24K"),
+      make_variant<16, 4, 1, 2, 1>(64, "16 warps, 1 blk/SM, 4 stg x 1 unit x 2 tiles, x<=64K"),
+      make_variant<8, 2, 2, 2, 2>(32, "8 warps, 2 blk/SM, 2 stg x 2 units x 2 tiles, x<=32K"),
+      make_variant<8, 8, 2, 1, 1>(80, "8 warps, 1 blk/SM, 8 stg x 2 units x 1 tile, x<=80K"),
+  };
+  return kV[v];
+}
+constexpr int kNumVariants = 7;
+
+struct Plan {
+  DecArgs a;
+  int blocks;
+  int smem;
+};
+
+int smem_for(const DecodeVariantInfo& vi, const DecArgs& a) {
+  const int bars = (vi.warps * vi.stages * 8 + 127) / 128 * 128;
+  const int ring = vi.warps * vi.stages * vi.units_per_stage * vi.tiles_per_unit * (a.cpg * 512 + 48);
+  return bars + ring + a.mrows * a.xrow + a.mrows * a.gps * 4;
+}
+
+Plan make_plan(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms, int xcap_override) {
+  Plan p;
+  DecArgs& a = p.a;
+  a.cpg = w.group / 64;
+  a.ngroups = w.kp / w.group;
+  a.ntiles = (w.n + 15) / 16;
+  a.mrows = std::min(m, 16);
+  const int smem_max = 227 * 1024 / vi.blocks_per_sm - 1024;
+  const int xcap = xcap_override > 0 ? xcap_override : vi.xcap_kb * 1024;
+  // Fewest splits whose slice fits (xcap and the shared memory left beside the rings).
+  for (int S = 1;; ++S) {
+    a.gps = (a.ngroups + S - 1) / S;
+    a.xrow = a.gps * w.group * 2 + 16;
+    const int xb = a.mrows * (a.xrow + a.gps * 4);
+    a.S = (a.ngroups + a.gps - 1) / a.gps;
+    a.br = 0;
+    if ((xb <= xcap && smem_for(vi, a) <= smem_max) || a.gps == 1) break;
+  }
+  const int blocks = std::max(1, sms * vi.blocks_per_sm);
+  a.br = std::max(1, blocks / a.S);
+  p.blocks = a.S * a.br;
+  p.smem = smem_for(vi, a);
+  return p;
+}
+
+}  // namespace
+
+// Measured on the H200 (BENCHMARKS.md, g4c_gpu_decode_bench, 2026-11-29), 12B shapes,
+// M = 1, 2, 4, 8, 16, whole GPU (132 SMs) and a 16-SM green context. Every variant beat the
+// legacy kernel on 16 SMs (1.3–3.9×): v5 for m ≤ 8, v4 above. On 132 SMs the legacy kernel
+// stays faster for m ≤ 2 except on gate+up (v5, 1.1×); for m ≥ 3 the best variant grows with
+// the weight: v3 for the 4k-class (≤ 16M weights), v4 up to 64M (full q/o, down), gate+up v5
+// (v4 at m > 8). SM counts between 32 and 132 were not measured (the 132-SM rule is used).
+int w4a16_decode_choice(int m, const Int4Weight& w, int sms) {
+  if (m < 1 || m > 16) return -1;
+  if (sms <= 32) return m <= 8 ? 5 : 4;
+  const double elems = double(w.n) * w.kp;
+  if (m <= 2) return elems >= 64e6 ? 5 : -1;
+  if (elems <= 16.5e6) return 3;
+  if (elems <= 64e6) return 4;
+  return m <= 8 ? 5 : 4;
+}
+
+int w4a16_decode_num_variants() { return kNumVariants; }
+DecodeVariantInfo w4a16_decode_variant_info(int v) { return variant(v).info; }
+
+size_t w4a16_decode_workspace_bytes(const Int4Weight& w) {
+  const size_t ntiles = (w.n + 31) / 32 * 2;  // even: 2-tile units
+  return (ntiles * 16 * 16 * 4 + 255) / 256 * 256 + ntiles * 4;
+}
+
+cudaError_t w4a16_decode(const bf16* x, int m, int ldx, const Int4Weight& w, Epilogue ep,
+                         const GemmOut& out, void* workspace, size_t workspace_bytes,
+                         const DecodeTuning& tuning, cudaStream_t stream) {
+  if (m < 1 || m > 16) return cudaErrorInvalidValue;
+  const int vi = tuning.variant < 0 ? 0 : tuning.variant;
+  if (vi >= kNumVariants) return cudaErrorInvalidValue;
+  if (!workspace || workspace_bytes < w4a16_decode_workspace_bytes(w)) return cudaErrorInvalidValue;
+  const Variant& v = variant(vi);
+  const int sms = tuning.sms > 0 ? tuning.sms : gemm_stream_sms(stream);
+  const Plan p = make_plan(m, w, v.info, sms, tuning.xcap);
+  const void* kern = m <= 8 ? v.k1 : v.k2;
+  // Dynamic shared memory limit: raised once per kernel to the maximum (process-wide).
+  static bool raised[kNumVariants][2] = {};
+  bool& r = raised[vi][m <= 8 ? 0 : 1];
+  if (!r) {
+    const cudaError_t err = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 227 * 1024 / v.info.blocks_per_sm - 1024);
+    if (err != cudaSuccess) return err;
+    r = true;
+  }
+  EpiArgs e{int(ep), out, w.n, m};
+  const size_t ntiles = (w.n + 31) / 32 * 2;
+  float* ws = static_cast<float*>(workspace);
+  int* counters = reinterpret_cast<int*>(static_cast<unsigned char*>(workspace) +
+                                         (ntiles * 16 * 16 * 4 + 255) / 256 * 256);
+  DecArgs a = p.a;
+  Int4Weight wv = w;
+  void* args[] = {static_cast<void*>(&x), static_cast<void*>(&ldx), static_cast<void*>(&wv),
+                  static_cast<void*>(&e), static_cast<void*>(&a), static_cast<void*>(&ws),
+                  static_cast<void*>(&counters)};
+  return cudaLaunchKernel(kern, dim3(p.blocks), dim3(v.info.warps * 32), args, size_t(p.smem), stream);
+}
+
+}  // namespace g4c::cuda

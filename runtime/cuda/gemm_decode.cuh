@@ -1,0 +1,57 @@
+// W4A16 decode GEMM (m ≤ 16), streaming kernel family of gemm_decode.cu. Host API only (plain
+// C++). Same math, weight layout, epilogues and numerics as w4a16_gemm (gemm.cuh) for m ≤ 16;
+// w4a16_gemm dispatches here for the shapes where this family was measured faster.
+//
+// Design: a persistent grid sized to the SMs actually available (the stream's green context
+// when it has one). K is cut into S splits of whole groups, as few as let one split's
+// activation slice fit shared memory; the (1 or 2 16-row tiles, group) units of a split are
+// dealt out stream-K style as one contiguous range per warp. Each warp streams its range with
+// cp.async.bulk copies (evict-first) into its own ring of shared-memory stages (mbarrier per
+// stage, no block-wide barrier after the activation fill), dequantizes in registers and
+// multiplies with mma.sync m16n8k16. A tile a warp owns entirely gets its epilogue straight
+// from registers; partial tiles (range ends, S > 1) add into an fp32 workspace with vector
+// reductions and the warp that completes the tile's group count applies the epilogue.
+// Measured (BENCHMARKS.md "W4A16 decode GEMM"): 1.3–3.9× the legacy kernel on 16 SMs, up to
+// 2.8× on 132 SMs for m ≥ 4, but still 10–40% of copy bandwidth: per-warp latency bound.
+#pragma once
+
+#include "runtime/cuda/gemm.cuh"
+
+namespace g4c::cuda {
+
+// Launch parameters of one variant (compile-time in the kernel; listed for benchmarks).
+struct DecodeVariantInfo {
+  int warps;           // warps per block
+  int blocks_per_sm;   // blocks per SM in the persistent grid
+  int stages;          // ring stages per warp
+  int units_per_stage; // units per stage: (tile group, group), 1 KB of INT4 per tile at group 128
+  int tiles_per_unit;  // 16-row tiles per unit (2: one activation fragment load feeds two tiles)
+  int xcap_kb;         // activation slice budget per block (KB); more → fewer k splits
+  const char* name;
+};
+int w4a16_decode_num_variants();
+DecodeVariantInfo w4a16_decode_variant_info(int v);
+
+// Workspace: fp32 [T·16][16] partial sums + int [T] tile counters, T = ceil(n/32)·2. Must be
+// ZERO before first use (cudaMemset once); launches leave it zero. Independent of m and of
+// the SM count. Not shared by launches that run concurrently.
+size_t w4a16_decode_workspace_bytes(const Int4Weight& w);
+
+struct DecodeTuning {
+  int variant = -1;  // -1: the default variant
+  int sms = 0;       // > 0: size the grid for this many SMs (tests); 0: gemm_stream_sms(stream)
+  int xcap = 0;      // > 0: activation slice budget in bytes (tests: forces k splits)
+};
+
+// y = epilogue(x·Wᵀ) for 1 ≤ m ≤ 16; arguments as w4a16_gemm. Returns the launch error, or
+// cudaErrorInvalidValue (m out of range, workspace too small).
+cudaError_t w4a16_decode(const bf16* x, int m, int ldx, const Int4Weight& w, Epilogue ep,
+                         const GemmOut& out, void* workspace, size_t workspace_bytes,
+                         const DecodeTuning& tuning, cudaStream_t stream);
+
+// The variant w4a16_gemm uses for this shape on `sms` SMs, or −1 where the legacy split-K
+// kernel of gemm.cu was measured faster (BENCHMARKS.md). gemm_set_decode_variant(2) forces
+// the legacy kernel (benchmarks).
+int w4a16_decode_choice(int m, const Int4Weight& w, int sms);
+
+}  // namespace g4c::cuda

@@ -1,0 +1,269 @@
+// Benchmark of the W4A16 decode GEMM (m ≤ 16) at Gemma-4-12B shapes: the legacy split-K kernel
+// (gemm.cu) against every streaming variant of gemm_decode.cu, and the default dispatch of
+// w4a16_gemm. Usage: g4c_gpu_decode_bench [--green N]  (N-SM green context, DESIGN.md §5).
+// Timing: CUDA graph of ≥ 20 launches rotating over weight copies that together exceed L2 (400
+// MB), CUDA events, warm-up replay, median of 9 replays. Bytes = qweight + scales + x + y.
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/cuda/gemm_decode.cuh"
+#include "runtime/cuda/kernels.h"
+
+using namespace g4c::cuda;
+
+cudaError_t bench_copy16(const void* src, void* dst, size_t bytes, cudaStream_t stream);  // bench_copy.cu
+
+#define CK(x)                                                                                  \
+  do {                                                                                         \
+    cudaError_t e_ = (x);                                                                      \
+    if (e_ != cudaSuccess) {                                                                   \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                            \
+    }                                                                                          \
+  } while (0)
+
+namespace {
+
+cudaStream_t g_stream;
+
+template <class T>
+cudaError_t dmalloc(T** p, size_t bytes) { return cudaMalloc(reinterpret_cast<void**>(p), bytes); }
+
+double time_graph(const std::function<void(int)>& launch, int calls, int samples = 9) {
+  for (int i = 0; i < std::min(calls, 3); ++i) launch(i);
+  CK(cudaStreamSynchronize(g_stream));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CK(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeRelaxed));
+  for (int i = 0; i < calls; ++i) launch(i);
+  CK(cudaStreamEndCapture(g_stream, &graph));
+  CK(cudaGraphInstantiate(&exec, graph, 0));
+  CK(cudaGraphLaunch(exec, g_stream));
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  std::vector<double> ms;
+  for (int s = 0; s < samples; ++s) {
+    CK(cudaEventRecord(a, g_stream));
+    CK(cudaGraphLaunch(exec, g_stream));
+    CK(cudaEventRecord(b, g_stream));
+    CK(cudaEventSynchronize(b));
+    float t = 0;
+    CK(cudaEventElapsedTime(&t, a, b));
+    ms.push_back(t / calls);
+  }
+  CK(cudaGetLastError());
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+void fill_random(void* d, size_t bytes, uint64_t seed, bool bf16_normal) {
+  const size_t chunk = std::min(bytes, size_t(16) << 20);
+  std::vector<uint16_t> h((chunk + 1) / 2);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  for (auto& v : h) {
+    if (bf16_normal) {
+      float f = nd(rng);
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      v = uint16_t(u >> 16);
+    } else {
+      v = uint16_t(rng());
+    }
+  }
+  CK(cudaMemcpy(d, h.data(), chunk, cudaMemcpyHostToDevice));
+  for (size_t off = chunk; off < bytes; off += chunk)
+    CK(cudaMemcpy(static_cast<char*>(d) + off, d, std::min(chunk, bytes - off), cudaMemcpyDeviceToDevice));
+}
+
+struct Shape {
+  const char* name;
+  int n, k;
+  bool gate_up;
+};
+const Shape kShapes[] = {
+    {"q 3840->4096", 4096, 3840, false},      {"k|v 3840->2048", 2048, 3840, false},
+    {"o 4096->3840", 3840, 4096, false},      {"gate+up 3840->2x15360", 15360, 3840, true},
+    {"down 15360->3840", 3840, 15360, false}, {"full q 3840->8192", 8192, 3840, false},
+    {"full o 8192->3840", 3840, 8192, false},
+};
+
+template <class F>
+F drv_entry(const char* name) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult st{};
+  if (cudaGetDriverEntryPointByVersion(name, &p, CUDA_VERSION, cudaEnableDefault, &st) != cudaSuccess ||
+      st != cudaDriverEntryPointSuccess || !p) {
+    std::fprintf(stderr, "driver entry point %s missing\n", name);
+    std::exit(1);
+  }
+  return reinterpret_cast<F>(p);
+}
+#define DRV(name, ...)                                             \
+  do {                                                             \
+    static const auto fn_ = drv_entry<decltype(&name)>(#name);     \
+    if (fn_(__VA_ARGS__) != CUDA_SUCCESS) {                        \
+      std::fprintf(stderr, "%s failed\n", #name);                  \
+      std::exit(1);                                                \
+    }                                                              \
+  } while (0)
+// A green context of `sms` SMs made current and a stream on it (runtime/cuda_backend/device.cpp).
+cudaStream_t make_green_stream(int sms) {
+  CK(cudaFree(nullptr));
+  CUdevice dev;
+  DRV(cuDeviceGet, &dev, 0);
+  CUdevResource all{}, part{}, rest{};
+  DRV(cuDeviceGetDevResource, dev, &all, CU_DEV_RESOURCE_TYPE_SM);
+  unsigned groups = 1;
+  DRV(cuDevSmResourceSplitByCount, &part, &groups, &all, &rest, 0u, unsigned(sms));
+  CUdevResourceDesc desc{};
+  DRV(cuDevResourceGenerateDesc, &desc, &part, 1u);
+  CUgreenCtx g{};
+  DRV(cuGreenCtxCreate, &g, desc, dev, unsigned(CU_GREEN_CTX_DEFAULT_STREAM));
+  CUcontext ctx{};
+  DRV(cuCtxFromGreenCtx, &ctx, g);
+  DRV(cuCtxSetCurrent, ctx);
+  CUstream st{};
+  DRV(cuGreenCtxStreamCreate, &st, g, unsigned(CU_STREAM_NON_BLOCKING), 0);
+  return reinterpret_cast<cudaStream_t>(st);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    std::printf("no CUDA device: benchmark skipped\n");
+    return 77;
+  }
+  int green = 0;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string(argv[i]) == "--green") green = std::atoi(argv[i + 1]);
+  if (green > 0)
+    g_stream = make_green_stream(green);
+  else
+    CK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+  const int sms = gemm_stream_sms(g_stream);
+  const char* only_shape = std::getenv("G4C_BENCH_SHAPE");
+
+  // Copy ceiling in this context (1 GiB, read + write).
+  double copy_gbs = 0;
+  {
+    const size_t bytes = size_t(1) << 30;
+    void *a, *b;
+    CK(cudaMalloc(&a, bytes));
+    CK(cudaMalloc(&b, bytes));
+    fill_random(a, 64 << 20, 1, false);
+    const double ms = time_graph([&](int) { CK(bench_copy16(a, b, bytes, g_stream)); }, 5);
+    copy_gbs = 2.0 * bytes / (ms * 1e-3) / 1e9;
+    CK(cudaFree(a));
+    CK(cudaFree(b));
+  }
+  const int nv = w4a16_decode_num_variants();
+  std::printf("== W4A16 decode GEMM, INT4 sym g128, %d SMs%s; copy ceiling %.0f GB/s (read+write, 1 GiB)\n", sms,
+              green ? " (green context)" : "", copy_gbs);
+  for (int v = 0; v < nv; ++v) std::printf("   v%d: %s\n", v, w4a16_decode_variant_info(v).name);
+  std::printf("   legacy: split-K ticket kernel of gemm.cu; dflt: w4a16_gemm's dispatch; GB/s and %%copy of the best\n");
+  std::printf("%-22s %3s %8s %8s", "shape", "M", "legacy", "dflt");
+  for (int v = 0; v < nv; ++v) std::printf("  %6s%d", "v", v);
+  std::printf(" %5s %8s %7s %7s %9s %8s\n", "best", "best us", "GB/s", "%copy", "x legacy", "copy-same");
+  const size_t pool_bytes = size_t(512) << 20;  // copy of the same bytes, rotated the same way
+  char* pool;
+  CK(dmalloc(&pool, pool_bytes));
+  CK(cudaMemset(pool, 1, pool_bytes));
+
+  const int Ms[] = {1, 2, 4, 8, 16};
+  for (const Shape& s : kShapes) {
+    if (only_shape && !std::strstr(s.name, only_shape)) continue;
+    const int rows = s.gate_up ? 2 * s.n : s.n;
+    const int group = 128, kp = (s.k + group - 1) / group * group;
+    const size_t one = int4_repacked_bytes(rows, s.k, group, false);
+    const size_t wbytes = size_t(rows) * kp / 2 + size_t(rows) * (kp / group) * 2;
+    const int copies = int(std::max<size_t>(2, ((size_t(400) << 20) + one - 1) / one));
+    // One random source weight, repacked, then copied `copies` times (rotated over in the graph).
+    uint8_t* mem;
+    CK(dmalloc(&mem, one * copies));
+    uint8_t *q, *sc;
+    const size_t qb = size_t(s.n) * kp / 2, ng = size_t(s.n) * (kp / group);
+    CK(dmalloc(&q, qb));
+    CK(dmalloc(&sc, ng * 2));
+    fill_random(q, qb, 11, false);
+    std::vector<uint16_t> hs(ng);
+    for (size_t i = 0; i < ng; ++i) hs[i] = uint16_t(0x2000 + (i * 37) % 0x3FF);  // fp16 ≈ 0.008..0.016
+    CK(cudaMemcpy(sc, hs.data(), ng * 2, cudaMemcpyHostToDevice));
+    Int4Weight w0 = s.gate_up ? int4_repack(q, sc, nullptr, q, sc, nullptr, false, s.n, s.k, group, mem, g_stream)
+                              : int4_repack(q, sc, nullptr, nullptr, nullptr, nullptr, false, s.n, s.k, group, mem,
+                                            g_stream);
+    CK(cudaStreamSynchronize(g_stream));
+    std::vector<Int4Weight> ws(copies, w0);
+    for (int c = 1; c < copies; ++c) {
+      CK(cudaMemcpy(mem + c * one, mem, one, cudaMemcpyDeviceToDevice));
+      const ptrdiff_t off = ptrdiff_t(c * one);
+      ws[c].qweight = static_cast<const uint8_t*>(w0.qweight) + off;
+      ws[c].scales = reinterpret_cast<const bf16*>(reinterpret_cast<const uint8_t*>(w0.scales) + off);
+    }
+    CK(cudaFree(q));
+    CK(cudaFree(sc));
+    bf16 *x, *y;
+    CK(dmalloc(&x, size_t(16) * s.k * 2));
+    CK(dmalloc(&y, size_t(16) * rows * 2));
+    fill_random(x, size_t(16) * s.k * 2, 5, true);
+    const size_t wsb = std::max(w4a16_workspace_bytes(16, w0), w4a16_decode_workspace_bytes(w0));
+    void* wsp;
+    CK(cudaMalloc(&wsp, wsb));
+    CK(cudaMemset(wsp, 0, wsb));
+    GemmOut o;
+    o.y = y;
+    o.ldy = s.n;
+    const Epilogue ep = s.gate_up ? Epilogue::GeluMul : Epilogue::Store;
+    const int calls = std::max(copies, 20);
+    const size_t half = (wbytes / 2 + 15) & ~size_t(15);
+    const int ncopy = int(pool_bytes / (2 * half));
+    const double tcopy = time_graph([&](int i) {
+      char* src = pool + size_t(i % ncopy) * 2 * half;
+      CK(bench_copy16(src, src + half, half, g_stream));
+    }, std::max(std::min(ncopy, 200), 20));
+    for (int m : Ms) {
+      const double bytes = double(wbytes) + 2.0 * m * s.k + 2.0 * m * s.n;
+      gemm_set_decode_variant(2);  // legacy kernel
+      const double tl = time_graph([&](int i) { CK(w4a16_gemm(x, m, s.k, ws[i % copies], ep, o, wsp, wsb, g_stream)); }, calls);
+      gemm_set_decode_variant(0);
+      const double td = time_graph([&](int i) { CK(w4a16_gemm(x, m, s.k, ws[i % copies], ep, o, wsp, wsb, g_stream)); }, calls);
+      std::vector<double> tv(nv);
+      for (int v = 0; v < nv; ++v) {
+        DecodeTuning t;
+        t.variant = v;
+        tv[v] = time_graph([&](int i) {
+          CK(w4a16_decode(x, m, s.k, ws[i % copies], ep, o, wsp, wsb, t, g_stream));
+        }, calls);
+      }
+      const int best = int(std::min_element(tv.begin(), tv.end()) - tv.begin());
+      const double gbs = bytes / (tv[best] * 1e-3) / 1e9;
+      std::printf("%-22s %3d %8.2f %8.2f", s.name, m, tl * 1e3, td * 1e3);
+      for (int v = 0; v < nv; ++v) std::printf("  %7.2f", tv[v] * 1e3);
+      std::printf(" %5s%d %8.2f %7.0f %6.1f%% %8.2fx %8.2f\n", "v", best, tv[best] * 1e3, gbs,
+                  100 * gbs / copy_gbs, tl / tv[best], tcopy * 1e3);
+      std::fflush(stdout);
+    }
+    CK(cudaFree(x));
+    CK(cudaFree(y));
+    CK(cudaFree(wsp));
+    CK(cudaFree(mem));
+  }
+  CK(cudaFree(pool));
+  return 0;
+}

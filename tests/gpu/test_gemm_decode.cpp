@@ -1,0 +1,271 @@
+// W4A16 decode streaming kernels (runtime/cuda/gemm_decode.cu), every variant, vs a float64 CPU
+// reference of the lab-format INT4 math (DESIGN.md §3): awkward shapes (n, k tails, k not a
+// multiple of the group), sym/asym, fp16/bf16 scales, group 64/128, all epilogues, output
+// poisoned before each run, and grids forced small (many units and partial tiles per warp) and
+// activation budgets forced small (many k splits through the fp32 workspace).
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "runtime/cuda/gemm_decode.cuh"
+#include "tests/gpu/gpu_util.h"
+
+namespace g4c::gputest {
+namespace {
+
+using cuda::Epilogue;
+
+struct Src {  // lab-format INT4 weight on the host
+  int n, k, kp, group;
+  bool asym, sbf16;
+  std::vector<uint8_t> q, z;
+  std::vector<uint16_t> s;  // fp16 or bf16 bits
+  double scale(size_t gi) const {
+    if (sbf16) { bf16 b; std::memcpy(&b, &s[gi], 2); return bf(b); }
+    __half h; std::memcpy(&h, &s[gi], 2); return __half2float(h);
+  }
+  double w(int row, int col) const {
+    const int code = (q[size_t(row) * (kp / 2) + col / 2] >> (4 * (col & 1))) & 15;
+    const size_t gi = size_t(row) * (kp / group) + col / group;
+    return (code - (asym ? z[gi] : 8)) * scale(gi);
+  }
+};
+
+Src make_src(std::mt19937_64& rng, int n, int k, int group, bool asym, bool sbf16) {
+  Src w{n, k, (k + group - 1) / group * group, group, asym, sbf16, {}, {}, {}};
+  std::uniform_int_distribution<int> byte(0, 255), nib(0, 15);
+  std::uniform_real_distribution<float> sd(0.002f, 0.02f);
+  w.q.resize(size_t(n) * w.kp / 2);
+  for (auto& b : w.q) b = uint8_t(byte(rng));
+  const size_t ng = size_t(n) * (w.kp / group);
+  w.s.resize(ng);
+  for (auto& v : w.s) {
+    const float f = sd(rng);
+    if (sbf16) { bf16 b = tobf(f); std::memcpy(&v, &b, 2); }
+    else { __half h = __float2half(f); std::memcpy(&v, &h, 2); }
+  }
+  if (asym) { w.z.resize(ng); for (auto& v : w.z) v = uint8_t(nib(rng)); }
+  return w;
+}
+
+std::vector<double> reference(const std::vector<bf16>& x, int m, const Src& w) {
+  std::vector<double> y(size_t(m) * w.n), wr(w.k);
+  for (int r = 0; r < w.n; ++r) {
+    for (int c = 0; c < w.k; ++c) wr[c] = w.w(r, c);
+    for (int i = 0; i < m; ++i) {
+      double acc = 0;
+      for (int c = 0; c < w.k; ++c) acc += double(bf(x[size_t(i) * w.k + c])) * wr[c];
+      y[size_t(i) * w.n + r] = acc;
+    }
+  }
+  return y;
+}
+
+double gelu(double v) { return 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))); }
+
+struct Case {
+  int m, n, k, group;
+  bool asym, sbf16;
+  Epilogue ep;
+};
+
+// Tolerances as tests/gpu/test_gemm.cpp: bf16 outputs (≤ 2^-9 relative each, RMS ≈ 1.1e-3)
+// and fp16 → bf16 scale rounding (≤ 2^-9 per group); the (code − z) products are exact here
+// and accumulate in fp32. 6e-3 leaves room for unlucky draws, far below a wrong nibble, group,
+// row or split (errors ≈ 1). gelu(g)·u multiplies two such outputs: 1.2e-2.
+constexpr double kBound = 6e-3;
+constexpr double kGeluBound = 1.2e-2;
+
+// One case on the device: source weights, repacked weight, input, residual and the reference.
+struct Prepared {
+  Case c;
+  bool pair;
+  Src wg, wu;
+  DevBuf<uint8_t> gq, gz, uq, uz;
+  DevBuf<uint16_t> gs, us;
+  DevBuf<uint8_t> packed;
+  cuda::Int4Weight w;
+  std::vector<bf16> x, res;
+  DevBuf<bf16> dx, dres, y;
+  std::vector<double> ref;
+  cuda::GemmOut o;
+
+  static Src make(const Case& c, std::mt19937_64& rng, bool on) {
+    return on ? make_src(rng, c.n, c.k, c.group, c.asym, c.sbf16) : Src{};
+  }
+  Prepared(const Case& cs, std::mt19937_64& rng)
+      : c(cs), pair(cs.ep == Epilogue::GeluMul), wg(make(cs, rng, true)), wu(make(cs, rng, pair)),
+        gq(wg.q), gz(wg.z), uq(wu.q), uz(wu.z), gs(wg.s), us(wu.s),
+        packed(cuda::int4_repacked_bytes(pair ? 2 * cs.n : cs.n, cs.k, cs.group, cs.asym)),
+        x(rand_bf16(rng, size_t(cs.m) * cs.k, 1.f)),
+        res(cs.ep == Epilogue::ResidualAdd ? rand_bf16(rng, size_t(cs.m) * cs.n, 1.f) : std::vector<bf16>{}),
+        dx(x), dres(res), y(size_t(cs.m) * cs.n) {
+    w = cuda::int4_repack(gq.p, gs.p, c.asym ? gz.p : nullptr, pair ? uq.p : nullptr, pair ? us.p : nullptr,
+                          pair && c.asym ? uz.p : nullptr, c.sbf16, c.n, c.k, c.group, packed.p, nullptr);
+    ref = reference(x, c.m, wg);
+    for (size_t i = 0; i < res.size(); ++i) ref[i] += bf(res[i]);
+    if (pair) {
+      const std::vector<double> up = reference(x, c.m, wu);
+      for (size_t i = 0; i < ref.size(); ++i) ref[i] = gelu(ref[i]) * up[i];
+    }
+    o.y = y.p;
+    o.ldy = c.n;
+    o.residual = dres.p;
+    o.ldr = c.n;
+  }
+  double bound() const { return pair ? kGeluBound : kBound; }
+  // Error of the output y after a run; non-finite (unwritten, NaN) entries counted in `bad`.
+  double error(size_t* bad) const { return rel_err(ref, to_float(y.get()), bad); }
+};
+
+std::string case_name(const Case& c) {
+  char nm[160];
+  std::snprintf(nm, sizeof nm, "m=%d n=%d k=%d g=%d %s %s ep=%d", c.m, c.n, c.k, c.group,
+                c.asym ? "asym" : "sym", c.sbf16 ? "bf16-scales" : "fp16-scales", int(c.ep));
+  return nm;
+}
+uint64_t case_seed(const Case& c) {
+  return test_seed() ^ 0xdec0de ^ (uint64_t(c.m) << 40) ^ (uint64_t(c.n) << 20) ^ uint64_t(c.k);
+}
+bool all_zero(const DevBuf<uint8_t>& b) {
+  const std::vector<uint8_t> h = b.get();
+  return std::count(h.begin(), h.end(), uint8_t(0)) == std::ptrdiff_t(h.size());
+}
+
+void run_case(const Case& c) {
+  const std::string nm = case_name(c);
+  SCOPED_TRACE(nm);
+  std::mt19937_64 rng(case_seed(c));
+  Prepared p(c, rng);
+  G4C_CUDA_OK(cudaGetLastError());
+  const size_t wsb = cuda::w4a16_decode_workspace_bytes(p.w);
+  DevBuf<uint8_t> wsbuf(wsb);
+  G4C_CUDA_OK(cudaMemset(wsbuf.p, 0, wsb));
+  // Grid tunings: the stream's SMs; 3 SMs (many units, tile changes and partial tiles per
+  // warp); 2 SMs with a 4 KB activation budget (k cut into many splits).
+  const cuda::DecodeTuning tunings[] = {{-1, 0, 0}, {-1, 3, 0}, {-1, 2, 4096}};
+  for (int v = 0; v < cuda::w4a16_decode_num_variants(); ++v) {
+    for (cuda::DecodeTuning tu : tunings) {
+      tu.variant = v;
+      for (int rep = 0; rep < 2; ++rep) {  // twice: counters and partial sums must reset
+        poison(p.y.p, p.y.bytes());
+        G4C_CUDA_OK(cuda::w4a16_decode(p.dx.p, c.m, c.k, p.w, c.ep, p.o, wsbuf.p, wsb, tu, nullptr));
+        G4C_CUDA_OK(cudaDeviceSynchronize());
+        size_t bad = 0;
+        const double err = p.error(&bad);
+        EXPECT_EQ(bad, 0u) << "non-finite outputs (unwritten or NaN): variant " << v << " sms " << tu.sms
+                           << " xcap " << tu.xcap << " rep " << rep;
+        EXPECT_LT(err, p.bound()) << "variant " << v << " sms " << tu.sms << " xcap " << tu.xcap << " rep " << rep;
+        if (rep == 0 && tu.sms == 0 && tu.xcap == 0)
+          std::fprintf(stderr, "[w4dec] v%d %s rel_err %.3e\n", v, nm.c_str(), err);
+      }
+      // The workspace is left zero (the next GEMM sharing it relies on that).
+      EXPECT_TRUE(all_zero(wsbuf)) << "workspace not left zero: variant " << v << " sms " << tu.sms
+                                   << " xcap " << tu.xcap;
+    }
+  }
+}
+
+TEST(GpuW4Decode, ShapesSymAsym) {
+  G4C_REQUIRE_GPU();
+  run_case({1, 200, 328, 64, false, false, Epilogue::Store});    // n, k tails
+  run_case({2, 64, 256, 128, true, true, Epilogue::Store});      // one group-128 per split
+  run_case({4, 520, 1000, 128, true, true, Epilogue::Store});    // k % G != 0
+  run_case({5, 512, 1000, 128, false, false, Epilogue::Store});
+  run_case({16, 96, 3840, 128, true, false, Epilogue::Store});   // two n8 token tiles
+  run_case({9, 48, 776, 64, false, true, Epilogue::ResidualAdd});
+}
+
+TEST(GpuW4Decode, LongK) {
+  G4C_REQUIRE_GPU();
+  run_case({3, 64, 4096, 128, false, true, Epilogue::Store});
+  run_case({8, 130, 15360, 128, true, false, Epilogue::Store});
+  run_case({12, 72, 6000, 64, true, true, Epilogue::ResidualAdd});  // G 64, k tail
+}
+
+TEST(GpuW4Decode, GateUp) {
+  G4C_REQUIRE_GPU();
+  run_case({13, 136, 520, 64, true, true, Epilogue::GeluMul});
+  run_case({1, 40, 256, 128, false, false, Epilogue::GeluMul});
+  run_case({8, 264, 3840, 128, false, true, Epilogue::GeluMul});
+}
+
+// Restores w4a16_gemm's default decode choice when a test leaves.
+struct DecodeVariant {
+  explicit DecodeVariant(int v) { cuda::gemm_set_decode_variant(v); }
+  ~DecodeVariant() { cuda::gemm_set_decode_variant(0); }
+};
+
+// The runtime shares one workspace (sized w4a16_workspace_bytes(16, ·), zeroed once) between
+// all INT4 GEMMs, and w4a16_gemm mixes the legacy split-K kernel and the streaming kernels by
+// shape: each must leave the workspace zero for the other. Legacy (forced) and streaming
+// launches alternate on one workspace; every output is checked and the workspace must end zero.
+TEST(GpuW4Decode, WorkspaceSharedWithLegacy) {
+  G4C_REQUIRE_GPU();
+  const Case ca{8, 130, 15360, 128, true, false, Epilogue::Store};       // legacy: many k splits
+  const Case cb{5, 520, 1000, 128, false, true, Epilogue::ResidualAdd};  // streaming partial tiles
+  std::mt19937_64 ra(case_seed(ca)), rb(case_seed(cb));
+  Prepared a(ca, ra), b(cb, rb);
+  const size_t wsb = std::max(cuda::w4a16_workspace_bytes(16, a.w), cuda::w4a16_workspace_bytes(16, b.w));
+  DevBuf<uint8_t> ws(wsb);
+  G4C_CUDA_OK(cudaMemset(ws.p, 0, wsb));
+  cuda::DecodeTuning small;
+  small.sms = 3;  // partial tiles through the workspace
+  small.variant = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    {
+      DecodeVariant legacy(2);
+      poison(a.y.p, a.y.bytes());
+      G4C_CUDA_OK(cuda::w4a16_gemm(a.dx.p, ca.m, ca.k, a.w, ca.ep, a.o, ws.p, wsb, nullptr));
+      G4C_CUDA_OK(cudaDeviceSynchronize());
+      size_t bad = 0;
+      EXPECT_LT(a.error(&bad), a.bound()) << "legacy, rep " << rep;
+      EXPECT_EQ(bad, 0u);
+      EXPECT_TRUE(all_zero(ws)) << "legacy kernel left the workspace non-zero, rep " << rep;
+    }
+    poison(b.y.p, b.y.bytes());
+    G4C_CUDA_OK(cuda::w4a16_decode(b.dx.p, cb.m, cb.k, b.w, cb.ep, b.o, ws.p, wsb, small, nullptr));
+    G4C_CUDA_OK(cudaDeviceSynchronize());
+    size_t bad = 0;
+    EXPECT_LT(b.error(&bad), b.bound()) << "streaming, rep " << rep;
+    EXPECT_EQ(bad, 0u);
+    EXPECT_TRUE(all_zero(ws)) << "streaming kernel left the workspace non-zero, rep " << rep;
+  }
+}
+
+// w4a16_gemm's choice: the legacy kernel or a valid variant; the 16-SM rule always streams.
+TEST(GpuW4Decode, DispatchChoice) {
+  cuda::Int4Weight q;
+  q.n = 4096; q.k = 3840; q.kp = 3840; q.group = 128;
+  cuda::Int4Weight gu = q;
+  gu.n = 30720;
+  for (int m = 1; m <= 16; ++m)
+    for (const cuda::Int4Weight& w : {q, gu})
+      for (int sms : {16, 132}) {
+        const int v = cuda::w4a16_decode_choice(m, w, sms);
+        EXPECT_TRUE(v == -1 || (v >= 0 && v < cuda::w4a16_decode_num_variants())) << m << " " << sms;
+        if (sms == 16) EXPECT_GE(v, 0) << m;
+      }
+  EXPECT_EQ(cuda::w4a16_decode_choice(1, q, 132), -1);  // measured: legacy faster there
+  EXPECT_EQ(cuda::w4a16_decode_choice(17, q, 16), -1);
+}
+
+TEST(GpuW4Decode, RejectsBadArguments) {
+  G4C_REQUIRE_GPU();
+  cuda::Int4Weight w;
+  w.n = 32; w.k = 128; w.kp = 128; w.group = 128;
+  DevBuf<uint8_t> ws(cuda::w4a16_decode_workspace_bytes(w));
+  cuda::GemmOut o;
+  EXPECT_EQ(cuda::w4a16_decode(nullptr, 17, 128, w, Epilogue::Store, o, ws.p, ws.bytes(), {}, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(cuda::w4a16_decode(nullptr, 1, 128, w, Epilogue::Store, o, ws.p, ws.bytes() - 4, {}, nullptr),
+            cudaErrorInvalidValue);
+  cuda::DecodeTuning t;
+  t.variant = cuda::w4a16_decode_num_variants();
+  EXPECT_EQ(cuda::w4a16_decode(nullptr, 1, 128, w, Epilogue::Store, o, ws.p, ws.bytes(), t, nullptr),
+            cudaErrorInvalidValue);
+}
+
+}  // namespace
+}  // namespace g4c::gputest
