@@ -81,13 +81,20 @@ def PlanKV : Pass<"g4-plan-kv", "::mlir::ModuleOp"> {
     rope(rms(k_raw, k_norm)) store V only: the kv_write loses its key and the
     attention op gets `k_from_v` (K recomputed by the kernel). Sets the module
     attribute `g4.kv` with bytes/token per layer kind and the total pool bytes.
+    `sliding-kv=paged` (or `auto` with max-seq-len <= 2 x ring capacity) gives
+    sliding layers paged blocks too: a ring reserves window - 1 + max-chunk
+    slots for every sequence, a short sequence in paged blocks holds only its
+    own length, so more sequences fit in the same memory when requests are
+    short (the attention op still masks by its window).
   }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", "16", "tokens per paged block (full layers)">,
     Option<"maxChunk", "max-chunk", "int64_t", "256", "largest prefill chunk (tokens per sequence per step)">,
     Option<"maxSeqs", "max-seqs", "int64_t", "4", "sequences alive at once (decode batch)">,
     Option<"maxSeqLen", "max-seq-len", "int64_t", "2048", "longest sequence (prompt + generated)">,
-    Option<"kvShared", "kv-shared", "bool", "false", "store K=V once on k_eq_v layers (K recomputed from V)">
+    Option<"kvShared", "kv-shared", "bool", "false", "store K=V once on k_eq_v layers (K recomputed from V)">,
+    Option<"slidingKv", "sliding-kv", "std::string", "\"auto\"",
+           "sliding layers' KV: ring (window - 1 + max-chunk slots per sequence), paged (blocks like full layers: a sequence holds only its length), or auto (paged when max-seq-len <= 2 x the ring capacity)">
   ];
 }
 

@@ -1,5 +1,6 @@
 // g4-plan-kv: one g4.kv_buffer per layer (rings for sliding layers, paged
 // blocks for full layers), optionally storing K=V once on k_eq_v layers.
+#include <algorithm>
 #include "passes/PassUtils.h"
 #include "passes/Passes.h"
 
@@ -41,6 +42,10 @@ struct PlanKVPass : impl::PlanKVBase<PlanKVPass> {
     ModuleOp module = getOperation();
     if (blockSize <= 0 || maxChunk <= 0 || maxSeqs <= 0 || maxSeqLen <= 0) {
       module.emitError("g4-plan-kv: block-size, max-chunk, max-seqs and max-seq-len must be positive");
+      return signalPassFailure();
+    }
+    if (slidingKv != "ring" && slidingKv != "paged" && slidingKv != "auto") {
+      module.emitError("g4-plan-kv: sliding-kv must be ring, paged or auto, not '") << slidingKv << "'";
       return signalPassFailure();
     }
     // Attention op of each layer (fused form); the unfused form has none.
@@ -103,12 +108,14 @@ struct PlanKVPass : impl::PlanKVBase<PlanKVPass> {
         }
       }
       const int64_t perToken = (storesKey ? 2 : 1) * kvFeatures * kBf16Bytes;
-      const bool sliding = write.getWindow() > 0;
+      // A chunk of C new tokens still needs the W-1 keys before its first token.
+      const int64_t ringCapacity = write.getWindow() - 1 + maxChunk;
+      const bool sliding = write.getWindow() > 0 &&
+                           (slidingKv == "ring" || (slidingKv == "auto" && maxSeqLen > 2 * ringCapacity));
       auto name = b.getStringAttr("kv.layer" + std::to_string(layer));
       KVBufferOp buffer;
       if (sliding) {
-        // A chunk of C new tokens still needs the W-1 keys before its first token.
-        const int64_t capacity = write.getWindow() - 1 + maxChunk;
+        const int64_t capacity = ringCapacity;
         const int64_t pool = capacity * perToken * maxSeqs;
         buffer = KVBufferOp::create(b, write.getLoc(), name, b.getI64IntegerAttr(layer), b.getStringAttr("ring"),
                                     b.getI64IntegerAttr(kvHeads), b.getI64IntegerAttr(headDim),
@@ -118,14 +125,17 @@ struct PlanKVPass : impl::PlanKVBase<PlanKVPass> {
         slidingBytes += perToken;
         totalPool += pool;
       } else {
-        const int64_t blocks = maxSeqs * ((maxSeqLen + blockSize - 1) / blockSize);
+        // Paged sliding layers reserve what their rings would have held: the block pool is shared,
+        // the runtime sizes it from what the budget leaves and admits requests by their length.
+        const int64_t tokens = write.getWindow() > 0 ? std::min<int64_t>(maxSeqLen, ringCapacity) : maxSeqLen;
+        const int64_t blocks = maxSeqs * ((tokens + blockSize - 1) / blockSize);
         const int64_t pool = blocks * blockSize * perToken;
         buffer = KVBufferOp::create(b, write.getLoc(), name, b.getI64IntegerAttr(layer), b.getStringAttr("paged"),
                                     b.getI64IntegerAttr(kvHeads), b.getI64IntegerAttr(headDim),
                                     b.getBoolAttr(storesKey), b.getI64IntegerAttr(perToken),
                                     b.getI64IntegerAttr(pool), IntegerAttr(), IntegerAttr(),
                                     b.getI64IntegerAttr(blockSize), b.getI64IntegerAttr(blocks));
-        fullBytes += perToken;
+        (write.getWindow() > 0 ? slidingBytes : fullBytes) += perToken;
         totalPool += pool;
       }
       (void)buffer;

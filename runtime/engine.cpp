@@ -23,6 +23,7 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, std
     const int budget = options.token_budget > 0 ? options.token_budget : std::max(512, options.max_sequences);
     ro.max_chunk_tokens = options.reference_max_chunk_tokens > 0 ? options.reference_max_chunk_tokens
                                                                  : std::max(256, std::min(options.max_seq_len, budget));
+    ro.max_seq_len = options.max_seq_len;
     plan = plan::build_reference_plan(cfg, *ckpt, ro);
   }
   plan::verify_plan_matches(*plan, cfg, *ckpt);  // before any weight is read

@@ -84,6 +84,9 @@ class CudaBackend final : public runtime::Backend {
   void upload_pair(int gate, int up, const models::Checkpoint* ck);
   DevWeight make_int4(int id, int up_id, const models::Checkpoint* ck);  // kAbsent when unsupported
   void free_weight(DevWeight& w);
+  void find_siblings(const std::vector<int>& uses);
+  void upload_siblings(int g, const models::Checkpoint* ck);
+  void run_siblings(int index, int g);  // steps.cpp
   // batch
   void ensure_capacity(int T, int S, int R);
   runtime::KvSizes fit_kv(const runtime::KvSizes& want);
@@ -107,6 +110,19 @@ class CudaBackend final : public runtime::Backend {
   std::map<std::pair<int, int>, DevWeight> pairs_;  // (gate, up) → fused gate_up weight
   std::vector<bool> standalone_;               // weight is bound outside a gate/up pair
   std::vector<DevValue> values_;
+  // Sibling Linears (consecutive, same input, no epilogue: q/k/v, or q/k of a k_eq_v layer) run
+  // as one GEMM over their row-concatenated weights (a load-time fusion like the gate/up pairs);
+  // the outputs are copied out of sib_out_ ([rows, total] BF16).
+  struct SiblingGroup {
+    std::vector<int> steps, weights, cols;  // members in program order
+    int total = 0;                          // sum of cols
+    DevWeight w;
+  };
+  std::vector<SiblingGroup> siblings_;
+  std::map<int, int> sibling_of_;  // step index → siblings_ index
+  bf16* sib_out_ = nullptr;
+  int sib_widest_ = 0;
+  int sib_done_ = -1;  // group whose GEMM already ran in the current run_steps call
   std::vector<KvGroup> groups_;
   std::vector<DevKv> kv_;
   int max_blocks_ = 1;

@@ -219,6 +219,11 @@ void CudaBackend::ensure_capacity(int T, int S, int R) {
   }
   lm_tmp_ = static_cast<bf16*>(dmalloc(size_t(cap_R_) * H_ * 2, "LM head rows"));
   arena_bytes_ += align256(size_t(cap_R_) * H_ * 2);
+  dfree(reinterpret_cast<void*&>(sib_out_));
+  if (sib_widest_ > 0) {
+    sib_out_ = static_cast<bf16*>(dmalloc(size_t(cap_T_) * sib_widest_ * 2, "sibling Linear outputs"));
+    arena_bytes_ += align256(size_t(cap_T_) * sib_widest_ * 2);
+  }
   // Attention split-KV workspace: the most any step can ask for (decode of cap_S sequences,
   // 32 splits, the widest layer).
   size_t attn = 0;
@@ -357,6 +362,7 @@ void CudaBackend::execute(const BatchDesc& batch, int first, int last) {
 
 void CudaBackend::run_steps(int first, int last) {
   const auto* prog = (*plan_)->program();
+  sib_done_ = -1;
   for (int i = first; i < last; ++i) {
     const auto* st = prog->Get(i);
     const bool timed = trace_on() && !capturing_;

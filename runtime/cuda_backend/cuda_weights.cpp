@@ -172,6 +172,14 @@ void CudaBackend::load_weights() {
       if (std::find(pairs.begin(), pairs.end(), p) == pairs.end()) pairs.push_back(p);
     }
   }
+  std::vector<int> uses(n, 0);
+  for (const auto* st : *(*plan_)->program())
+    if (st->weights())
+      for (int w : *st->weights())
+        if (w >= 0) ++uses[w];
+  find_siblings(uses);
+  for (const auto& g : siblings_)
+    for (int w : g.weights) standalone_[w] = false;
   for (const auto* w : *ws) {
     any_int4 |= w->format() == fb::WeightFormat::Int4;
     streamed_as_resident_ += w->residency() == fb::Residency::Streamed;
@@ -187,12 +195,15 @@ void CudaBackend::load_weights() {
       upload_dense(id);
   }
   for (const auto& [g, u] : pairs) upload_pair(g, u, ck.get());
+  for (int g = 0; g < int(siblings_.size()); ++g) upload_siblings(g, ck.get());
   // Split-K workspace of the INT4 decode GEMM: the largest any weight needs; zeroed once.
   size_t ws_bytes = 0;
   for (const auto& w : weights_)
     if (w.kind == DevWeight::kInt4) ws_bytes = std::max(ws_bytes, cuda::w4a16_workspace_bytes(16, w.iw));
   for (const auto& [k, w] : pairs_)
     if (w.kind == DevWeight::kInt4) ws_bytes = std::max(ws_bytes, cuda::w4a16_workspace_bytes(16, w.iw));
+  for (const auto& g : siblings_)
+    if (g.w.kind == DevWeight::kInt4) ws_bytes = std::max(ws_bytes, cuda::w4a16_workspace_bytes(16, g.w.iw));
   if (ws_bytes) {
     gemm_ws_ = dmalloc(ws_bytes, "INT4 GEMM workspace");
     gemm_ws_bytes_ = ws_bytes;
@@ -210,6 +221,123 @@ void CudaBackend::weight_updated(int id) {
   for (const auto& [k, w] : pairs_)
     if (k.first == id || k.second == id) hit.push_back(k);
   for (const auto& [g, u] : hit) upload_pair(g, u, nullptr);
+  for (int g = 0; g < int(siblings_.size()); ++g)
+    if (std::find(siblings_[g].weights.begin(), siblings_[g].weights.end(), id) != siblings_[g].weights.end())
+      upload_siblings(g, nullptr);
+}
+
+// Runs of consecutive Linear steps with the same input, no epilogue, BF16 token-row outputs and
+// weights used by no other step, all INT4 with one layout or all dense with one in_features.
+void CudaBackend::find_siblings(const std::vector<int>& uses) {
+  siblings_.clear();
+  sibling_of_.clear();
+  sib_widest_ = 0;
+  const auto* prog = (*plan_)->program();
+  const auto* ws = (*plan_)->weights();
+  auto plain = [&](int i) {
+    const auto* st = prog->Get(i);
+    if (st->kernel() != fb::KernelId::Linear || !st->attrs() || st->attrs()->epilogue() != fb::Epilogue::None ||
+        !st->weights() || st->weights()->size() < 1 || !st->inputs() || st->inputs()->size() < 1 ||
+        !st->outputs() || st->outputs()->size() != 1)
+      return false;
+    const int w = st->weights()->Get(0);
+    const auto* v = (*plan_)->values()->Get(st->outputs()->Get(0));
+    return w >= 0 && uses[w] == 1 && v->dtype() == fb::DType::BF16 && v->rows() == fb::RowSpace::Tokens &&
+           store_->shape(w).size() == 2;
+  };
+  auto same_layout = [&](int a, int b) {
+    const auto *wa = ws->Get(a), *wb = ws->Get(b);
+    if (wa->format() != wb->format()) return false;
+    if (store_->shape(a)[1] != store_->shape(b)[1]) return false;
+    if (wa->format() != fb::WeightFormat::Int4) return true;
+    const auto *la = wa->int4(), *lb = wb->int4();
+    return la->in_features() == lb->in_features() && la->group_size() == lb->group_size() &&
+           la->padded_in() == lb->padded_in() && la->symmetric() == lb->symmetric() &&
+           la->scales_dtype() == lb->scales_dtype();
+  };
+  const int n = int(prog->size());
+  for (int i = 0; i < n;) {
+    if (!plain(i)) {
+      ++i;
+      continue;
+    }
+    const int x = prog->Get(i)->inputs()->Get(0), w0 = prog->Get(i)->weights()->Get(0);
+    int j = i + 1;
+    while (j < n && plain(j) && prog->Get(j)->inputs()->Get(0) == x && same_layout(w0, prog->Get(j)->weights()->Get(0)))
+      ++j;
+    if (j - i >= 2) {
+      SiblingGroup g;
+      for (int k = i; k < j; ++k) {
+        g.steps.push_back(k);
+        g.weights.push_back(prog->Get(k)->weights()->Get(0));
+        g.cols.push_back(int(store_->shape(g.weights.back())[0]));
+        g.total += g.cols.back();
+        sibling_of_[k] = int(siblings_.size());
+      }
+      sib_widest_ = std::max(sib_widest_, g.total);
+      siblings_.push_back(std::move(g));
+    }
+    i = j;
+  }
+}
+
+// One device weight for a sibling group: INT4 members' raw lab tensors concatenated by rows and
+// repacked once; otherwise (or after a weight update) their BF16 values concatenated.
+void CudaBackend::upload_siblings(int gi, const models::Checkpoint* ck) {
+  SiblingGroup& g = siblings_[gi];
+  free_weight(g.w);
+  const auto* ws = (*plan_)->weights();
+  const int k = int(store_->shape(g.weights[0])[1]);
+  const auto* l0 = ws->Get(g.weights[0])->int4();
+  if (ck && ws->Get(g.weights[0])->format() == fb::WeightFormat::Int4 && l0 &&
+      (l0->group_size() == 64 || l0->group_size() == 128) && k % 8 == 0 &&
+      l0->padded_in() == (k + l0->group_size() - 1) / l0->group_size() * l0->group_size()) {
+    const bool asym = !l0->symmetric();
+    const bool sbf16 = l0->scales_dtype() == fb::DType::BF16;
+    // Concatenate qweight / scales / zeros rows of every member into staging buffers.
+    auto concat = [&](auto key_of, const char* what) -> void* {
+      size_t total = 0;
+      for (int w : g.weights) total += ck->get(key_of(ws->Get(w)->int4())->str()).bytes().size();
+      void* d = dmalloc(total, what);
+      size_t off = 0;
+      for (int w : g.weights) {
+        auto b = ck->get(key_of(ws->Get(w)->int4())->str()).bytes();
+        check(cudaMemcpy(static_cast<unsigned char*>(d) + off, b.data(), b.size(), cudaMemcpyHostToDevice), what);
+        off += b.size();
+      }
+      return d;
+    };
+    void* q = concat([](const fb::Int4Layout* l) { return l->qweight_key(); }, "INT4 staging (siblings)");
+    void* sc = concat([](const fb::Int4Layout* l) { return l->scales_key(); }, "INT4 staging (siblings)");
+    void* z = asym ? concat([](const fb::Int4Layout* l) { return l->zeros_key(); }, "INT4 staging (siblings)") : nullptr;
+    g.w.bytes = cuda::int4_repacked_bytes(g.total, k, l0->group_size(), asym);
+    g.w.mem = dmalloc(g.w.bytes, ("weight " + store_->name(g.weights[0]) + " + siblings").c_str());
+    weight_bytes_ += align256(g.w.bytes);
+    g.w.iw = cuda::int4_repack(static_cast<const uint8_t*>(q), sc, static_cast<const uint8_t*>(z), nullptr, nullptr,
+                               nullptr, sbf16, g.total, k, l0->group_size(), g.w.mem, device_->stream());
+    g.w.kind = DevWeight::kInt4;
+    check(cudaGetLastError(), "int4_repack (siblings)");
+    check(cudaStreamSynchronize(device_->stream()), "int4_repack (siblings)");
+    dfree(q);
+    dfree(sc);
+    if (z) dfree(z);
+    return;
+  }
+  std::vector<uint16_t> host(size_t(g.total) * k);
+  size_t off = 0;
+  for (int w : g.weights) {
+    to_bf16(store_->data(w), host.data() + off, store_->numel(w));
+    off += store_->numel(w);
+  }
+  g.w.bytes = host.size() * 2;
+  g.w.mem = dmalloc(g.w.bytes, ("weight " + store_->name(g.weights[0]) + " + siblings").c_str());
+  weight_bytes_ += align256(g.w.bytes);
+  check(cudaMemcpy(g.w.mem, host.data(), g.w.bytes, cudaMemcpyHostToDevice), "weight upload (siblings)");
+  g.w.kind = DevWeight::kBf16;
+  g.w.bw.w = g.w.ptr();
+  g.w.bw.n = g.total;
+  g.w.bw.k = k;
+  g.w.bw.ldw = k;
 }
 
 }  // namespace g4c::cudart

@@ -73,6 +73,10 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
       break;
     }
     case fb::KernelId::Linear: {
+      if (auto g = sibling_of_.find(index); g != sibling_of_.end()) {
+        run_siblings(index, g->second);
+        break;
+      }
       auto& x = in(0);
       auto& y = out(0);
       need_bf16(x);
@@ -256,6 +260,43 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
     default:
       throw Error(std::string("cuda backend: kernel ") + plan::kernel_name(st.kernel()) + " is not supported");
   }
+}
+
+// A sibling group's members: the first one run in a run_steps call does the group's GEMM into
+// sib_out_ and copies every member's column range to its output value; later members are done.
+void CudaBackend::run_siblings(int index, int gi) {
+  if (sib_done_ == gi) return;
+  const SiblingGroup& g = siblings_[gi];
+  const auto* prog = (*plan_)->program();
+  const auto& st = *prog->Get(index);
+  const cudaStream_t s = device_->stream();
+  const int xid = st.inputs()->Get(0);
+  auto& x = values_.at(xid);
+  const int m = rows_of(xid, shape_);
+  if (observer_ && !capturing_) {
+    std::vector<float> host;
+    const int rows = read_value(xid, &host);
+    for (int k : g.steps) observer_(k, host.data(), rows, x.cols);
+  }
+  cuda::GemmOut o;
+  o.y = sib_out_;
+  o.ldy = g.total;
+  if (g.w.kind == DevWeight::kInt4)
+    ok(cuda::w4a16_gemm(static_cast<const bf16*>(x.ptr), m, x.cols, g.w.iw, cuda::Epilogue::Store, o, gemm_ws_,
+                        gemm_ws_bytes_, s),
+       st);
+  else
+    ok(cuda::bf16_gemm(static_cast<const bf16*>(x.ptr), m, x.cols, g.w.bw, cuda::Epilogue::Store, o, s), st);
+  int col = 0;
+  for (int k = 0; k < int(g.steps.size()); ++k) {
+    auto& y = values_.at(prog->Get(g.steps[k])->outputs()->Get(0));
+    if (m > 0)
+      ok(cudaMemcpy2DAsync(y.ptr, size_t(y.cols) * 2, sib_out_ + col, size_t(g.total) * 2, size_t(g.cols[k]) * 2, m,
+                           cudaMemcpyDeviceToDevice, s),
+         st);
+    col += g.cols[k];
+  }
+  sib_done_ = gi;
 }
 
 }  // namespace g4c::cudart

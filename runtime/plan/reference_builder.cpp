@@ -201,11 +201,13 @@ Plan Builder::build() {
   std::vector<Offset<fb::KvLayer>> kv;
   for (int i = 0; i < cfg_.num_layers; ++i) {
     const auto& g = cfg_.layers[i];
-    const bool full = g.kind == models::LayerKind::Full;
+    const int ring_capacity = g.window - 1 + opts_.max_chunk_tokens;
+    const bool paged = g.kind == models::LayerKind::Full || opts_.sliding_kv == "paged" ||
+                       (opts_.sliding_kv == "auto" && opts_.max_seq_len <= 2 * ring_capacity);
     kv_of_layer_.push_back(i);
-    kv.push_back(fb::CreateKvLayer(fbb_, i, full ? fb::KvKind::Paged : fb::KvKind::Ring, g.num_kv_heads, g.head_dim,
-                                   full ? 0 : g.window, full ? 0 : g.window - 1 + opts_.max_chunk_tokens,
-                                   full ? opts_.kv_block_size : 0, /*kv_shared=*/false, fb::DType::F32));
+    kv.push_back(fb::CreateKvLayer(fbb_, i, paged ? fb::KvKind::Paged : fb::KvKind::Ring, g.num_kv_heads, g.head_dim,
+                                   paged ? 0 : g.window, paged ? 0 : ring_capacity, paged ? opts_.kv_block_size : 0,
+                                   /*kv_shared=*/false, fb::DType::F32));
   }
   const int H = cfg_.hidden_size;
   const int h = value("h", H), a = value("a", H);

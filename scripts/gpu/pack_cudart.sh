@@ -9,11 +9,11 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 B=${1:-$ROOT/build-cudart}
 P=$ROOT/.devpack-cudart
 SHARED=${G4C_SHARED_DIR:-$ROOT/../shared}
-cmake --build "$B" -j2 --target g4c_gpu_runtime_test g4c_cudart_bench
+cmake --build "$B" -j2 --target g4c_gpu_runtime_test g4c_cudart_bench g4c_gpu_kernels_test
 mkdir -p "$P/shared/golden/gemma4-tiny"
 grep -qx '/.devpack-cudart/' "$ROOT/.git/info/exclude" || echo '/.devpack-cudart/' >> "$ROOT/.git/info/exclude"
-for b in g4c_gpu_runtime_test g4c_cudart_bench; do
-  strip -o "$P/$b" "$B/tests/bin/$b" && gzip -9f "$P/$b"
+for b in g4c_gpu_runtime_test g4c_cudart_bench g4c_gpu_kernels_test; do
+  rm -f "$P/$b.gz" && strip -o "$P/$b" "$B/tests/bin/$b" && xz -9f -T2 "$P/$b"
 done
 # bf16 goldens only (p*.input_ids + p*.logits_bf16): a third of golden_logits.safetensors.
 python3 - "$SHARED/golden/gemma4-tiny/golden_logits.safetensors" "$P/shared/golden/gemma4-tiny/golden_logits.safetensors" <<'PY'
@@ -34,5 +34,5 @@ TOK=$(mktemp)
 xz -dc "$ROOT/tokenizers/gemma3/tokenizer.json.xz" > "$TOK"
 "$B/tests/bin/g4c_cudart_bench" tokenize "$ROOT/datasets/performance_public.jsonl" "$TOK" "$P/perf_public_ids.jsonl"
 rm -f "$TOK"
-cp -f "$ROOT/scripts/gpu/run_cudart.sh" "$P/"
+cp -f "$ROOT/scripts/gpu/run_cudart.sh" "$ROOT/scripts/gpu/check_12b_logits.py" "$P/"
 du -sh "$P"

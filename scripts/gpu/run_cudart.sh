@@ -4,6 +4,8 @@
 #   bash .devpack-cudart/run_cudart.sh [tiny|all]
 #  tiny: g4c_gpu_runtime_test (tiny model vs HF bf16 goldens, greedy goldens, INT4 vs CPU,
 #        green-context emulation, budget, graphs, trace)
+#  logits12b: synthetic gemma4-12b BF16 + INT4 (seed 0); g4c last-position logits of 3 prompts
+#        (250, 1000, 2000 tokens) vs HF transformers bf16 / fake-quant bf16 (check_12b_logits.py)
 #  all:  + g4c_cudart_bench: synthetic gemma4-12b INT4 g128 checkpoint (seed 0), then
 #        performance_public (pre-tokenized) with --ignore-eos, emulated 1g.10gb and full H200,
 #        both under the 9984 MiB budget.
@@ -15,12 +17,13 @@ O=${OUT:-/tmp/g4c-cudart}
 mkdir -p "$O"
 BIN=/tmp/g4c-cudart-bin
 mkdir -p "$BIN"
-for b in g4c_gpu_runtime_test g4c_cudart_bench; do
-  gzip -dc "$P/$b.gz" > "$BIN/$b" && chmod +x "$BIN/$b"
+for b in g4c_gpu_runtime_test g4c_cudart_bench g4c_gpu_kernels_test; do
+  xz -dc "$P/$b.xz" > "$BIN/$b" && chmod +x "$BIN/$b"
 done
 export G4C_SOURCE_DIR=$PWD G4C_SHARED_DIR=$PWD/$P/shared
 nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader
 date -u
+if [ "${SKIP_TINY:-0}" != 1 ]; then
 echo "== tiny model tests"
 # The green-context test runs in its own process: one context kind per process, as in g4c run.
 timeout "${TESTS_T:-150}" "$BIN/g4c_gpu_runtime_test" --gtest_filter='-*Emulated*' > "$O/tiny_tests.log" 2>&1
@@ -28,6 +31,20 @@ echo "tests rc=$?"
 timeout 60 "$BIN/g4c_gpu_runtime_test" --gtest_filter='*Emulated*' >> "$O/tiny_tests.log" 2>&1
 echo "emulated test rc=$?"
 grep -E "measured|^\[ +(OK|FAILED|SKIPPED|PASSED) +\]|Failure|error|Expected|Which is|actual" "$O/tiny_tests.log" | head -80
+fi
+if [ "${1:-tiny}" = logits12b ]; then
+  for d in bf16 int4; do
+    flag=(); [ $d = bf16 ] && flag=(--bf16)
+    timeout "${SYNTH_T:-120}" "$BIN/g4c_cudart_bench" synth /tmp/g4c-12b-$d "${flag[@]}" > "$O/synth_$d.log" 2>&1
+    echo "synth $d rc=$?"
+  done
+  sed -n '1p;5p;9p' "$P/perf_public_ids.jsonl" > /tmp/ids3.jsonl
+  # 24 GB of BF16 weights: no 9984 MiB budget for this correctness run (the full H200 holds them).
+  timeout 200 "$BIN/g4c_cudart_bench" logits /tmp/g4c-12b-bf16 /tmp/ids3.jsonl /tmp/g4c_bf16 --budget 0 2>&1 | tail -4
+  timeout 120 "$BIN/g4c_cudart_bench" logits /tmp/g4c-12b-int4 /tmp/ids3.jsonl /tmp/g4c_int4 --budget 9984MiB 2>&1 | tail -4
+  (cd /tmp && timeout 300 python3 "$OLDPWD/$P/check_12b_logits.py" --bf16 /tmp/g4c-12b-bf16 --int4 /tmp/g4c-12b-int4 \
+    --ids /tmp/ids3.jsonl --g4c-bf16 /tmp/g4c_bf16 --g4c-int4 /tmp/g4c_int4 --out "$O/logits12b.json") 2>&1 | grep -v Warning | tail -12
+fi
 if [ "${1:-tiny}" = all ]; then
   M=/tmp/g4c-12b-int4
   echo "== synth gemma4-12b int4"

@@ -174,6 +174,16 @@ TEST(GpuAttention, PrefillRingSliding) {
   run_attn({256, 16, 8, 64, false, 0, {{100, 8}, {40, 3}}, 1});
 }
 
+// Sliding layers in paged blocks (g4-plan-kv sliding-kv=paged): the window masks by position
+// while keys come through the shuffled block table; prefill chunks crossing the window, and
+// split-KV decode at long context.
+TEST(GpuAttention, SlidingWindowOverPagedBlocks) {
+  G4C_REQUIRE_GPU();
+  run_attn({256, 16, 8, 64, true, 16, {{0, 150}, {200, 33}, {5, 1}}, 1});
+  run_attn({64, 4, 2, 128, true, 16, {{100, 8}, {300, 70}}, 1});
+  run_attn({256, 16, 8, 1024, true, 16, {{3000, 1}, {700, 1}, {1500, 1}}, 0});
+}
+
 TEST(GpuAttention, PrefillFull512) {
   G4C_REQUIRE_GPU();
   run_attn({512, 16, 1, 0, true, 64, {{0, 20}, {300, 5}}, 1});

@@ -5,6 +5,8 @@
 //   g4c_cudart_bench synth DIR [--bf16] [--seed S]                (gemma4-12b, INT4 g128 sym by default)
 //   g4c_cudart_bench run MODEL REQUESTS.jsonl [--emulate 1g.10gb] [--budget MiB] [--batch N]
 //                    [--ignore-eos] [--no-graphs] [--trace F] [--label L]
+//   g4c_cudart_bench logits MODEL IDS.jsonl OUT_PREFIX [--budget MiB] [--emulate 1g.10gb] [--max N]
+//                    last-position softcapped fp32 logits of each line's input_ids → OUT_PREFIX.<i>.f32
 // `run` warms up (short generations of the same prompts: CUDA graphs captured, kernels loaded)
 // and then times the whole request set; it prints one JSON summary line.
 #include <algorithm>
@@ -69,6 +71,46 @@ int synth(int argc, char** argv) {
   auto r = models::synthesize(o);
   std::printf("synth: %zu tensors, %.2f GB in %.1f s (%.2f GB/s)\n", r.tensors, r.data_bytes / 1e9, r.seconds,
               r.data_bytes / 1e9 / std::max(r.seconds, 1e-9));
+  return 0;
+}
+
+int last_logits(int argc, char** argv) {
+  if (argc < 5) throw Error("usage: logits MODEL IDS.jsonl OUT_PREFIX [options]");
+  runtime::CudaOptions co;
+  co.model_dir = argv[2];
+  size_t max_lines = 1u << 30;
+  for (int i = 5; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--budget" && i + 1 < argc) co.budget_bytes = runtime::parse_budget(argv[++i]);
+    else if (a == "--emulate" && i + 1 < argc) co.emulate = argv[++i];
+    else if (a == "--max" && i + 1 < argc) max_lines = std::stoul(argv[++i]);
+    else throw Error("unknown option " + a);
+  }
+  std::vector<std::vector<int32_t>> seqs;
+  std::ifstream in(argv[3]);
+  if (!in) throw Error(std::string("cannot read ") + argv[3]);
+  std::string line;
+  while (std::getline(in, line) && seqs.size() < max_lines)
+    if (!line.empty()) seqs.push_back(json::parse(line).at("input_ids").get<std::vector<int32_t>>());
+  size_t longest = 0;
+  for (const auto& q : seqs) longest = std::max(longest, q.size());
+  runtime::EngineOptions eo;
+  eo.max_sequences = 1;
+  eo.max_seq_len = int(longest) + 16;
+  eo.threads = 16;
+  auto engine = runtime::Engine::open(co.model_dir, std::nullopt, eo, runtime::make_cuda_backend(co));
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    std::vector<float> last;
+    const int total = int(seqs[i].size());
+    engine->logits(seqs[i], 256, [&](int first, int rows, const float* l) {
+      if (first + rows == total) last.assign(l + size_t(rows - 1) * engine->vocab_size(), l + size_t(rows) * engine->vocab_size());
+    });
+    const std::string path = std::string(argv[4]) + "." + std::to_string(i) + ".f32";
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(last.data()), std::streamsize(last.size() * 4));
+    std::printf("%s: %d tokens, %zu logits\n", path.c_str(), total, last.size());
+  }
+  std::printf("%s\n", runtime::cuda_info(engine->backend()).device.c_str());
   return 0;
 }
 
@@ -176,6 +218,7 @@ int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "tokenize") return tokenize(argc, argv);
     if (mode == "synth") return synth(argc, argv);
+    if (mode == "logits") return last_logits(argc, argv);
     if (mode == "run") {
       if (!runtime::cuda_device_available()) {
         std::fprintf(stderr, "no CUDA device\n");

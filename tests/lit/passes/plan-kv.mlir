@@ -1,5 +1,8 @@
 // RUN: g4c opt %s --split-input-file --g4-plan-kv="max-chunk=4 max-seqs=2 max-seq-len=64 block-size=16" | FileCheck %s
 // RUN: g4c opt %s --split-input-file --g4-plan-kv="max-chunk=4 max-seqs=2 max-seq-len=64 block-size=16 kv-shared=true" | FileCheck %s --check-prefix=SHARED
+// RUN: g4c opt %s --split-input-file --g4-plan-kv="max-chunk=4 max-seqs=2 max-seq-len=64 block-size=16 sliding-kv=paged" | FileCheck %s --check-prefix=PAGED
+// RUN: g4c opt %s --split-input-file --g4-plan-kv="max-chunk=4 max-seqs=2 max-seq-len=20 block-size=16" | FileCheck %s --check-prefix=AUTO
+// RUN: not g4c opt %s --split-input-file --g4-plan-kv="sliding-kv=rings" 2>&1 | FileCheck %s --check-prefix=BAD
 
 // Layer 0 sliding (window 8, 2 kv heads x 16), layer 1 full with k_eq_v (1 kv head x 32).
 // Sliding: 2 (K,V) x 32 x 2 B = 128 B/token; ring capacity 8 - 1 + 4 = 11 tokens per sequence,
@@ -12,6 +15,17 @@
 // SHARED: module attributes {g4.kv = {block_size = 16 : i64, full_bytes_per_token = 64 : i64, k_from_v_layers = 1 : i64, {{.*}}pool_bytes = 11008 : i64, sliding_bytes_per_token = 128 : i64}}
 // SHARED-DAG: g4.kv_buffer @kv.layer0 {{{.*}}stores_key = true}
 // SHARED-DAG: g4.kv_buffer @kv.layer1 {{{.*}}bytes_per_token = 64 : i64{{.*}}pool_bytes = 8192 : i64, stores_key = false}
+// sliding-kv=paged: the sliding layer gets blocks like the full one; it reserves what its ring
+// would hold, 2 x ceil(min(64, 11)/16) = 2 blocks of 16 x 128 B = 4096 B (the runtime sizes the
+// shared pool from its budget); the window stays on the attention op.
+// PAGED: module attributes {g4.kv = {block_size = 16 : i64, full_bytes_per_token = 128 : i64, {{.*}}pool_bytes = 20480 : i64, sliding_bytes_per_token = 128 : i64}}
+// PAGED-DAG: g4.kv_buffer @kv.layer0 {block_size = 16 : i64, bytes_per_token = 128 : i64, head_dim = 16 : i64, kind = "paged", layer = 0 : i64, num_blocks = 2 : i64, num_kv_heads = 2 : i64, pool_bytes = 4096 : i64, stores_key = true}
+// PAGED: g4.attention {{.*}}window = 8 : i64
+// auto: max-seq-len 20 <= 2 x ring capacity 11 → paged: sliding 2 x ceil(11/16) = 2 blocks
+// (4096 B), full 2 x ceil(20/16) = 4 blocks (8192 B).
+// AUTO: module attributes {g4.kv = {{{.*}}pool_bytes = 12288 : i64
+// AUTO-DAG: g4.kv_buffer @kv.layer0 {{{.*}}kind = "paged", layer = 0 : i64, num_blocks = 2 : i64
+// BAD: sliding-kv must be ring, paged or auto, not 'rings'
 g4.weight @kn0 : tensor<16xbf16>
 g4.weight @kn1 : tensor<32xbf16>
 // CHECK-LABEL: func.func @two_layers
