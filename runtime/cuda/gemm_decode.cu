@@ -52,6 +52,13 @@ __device__ __forceinline__ uint64_t evict_first_policy() {
 __device__ __forceinline__ void red_add_v2(float* p, float a, float b) {
   asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(a), "f"(b) : "memory");
 }
+// mma without `volatile`: the compiler may interleave independent chains (FAST variants).
+__device__ __forceinline__ void mma_bf16_nv(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
 __device__ __forceinline__ uint4 lds128(const void* p) {
   uint4 v;
   asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
@@ -135,7 +142,10 @@ __device__ __forceinline__ void load_x_slice(const bf16* __restrict__ x, int ldx
 // MT: n8 token tiles (1: m ≤ 8, 2: m ≤ 16). TP: 16-row tiles per unit (2: each activation
 // fragment read from smem serves two weight tiles). Units of a split: (tile group p, group gl),
 // p-major, so a warp's range walks whole tiles along k.
-template <int MT, int NW, int NST, int UPS, int TP, int BPS>
+// FAST (not yet measured, never dispatched): two independent accumulator chains per tile
+// (even / odd k16 steps), mma and smem loads visible to the compiler's scheduler, no
+// division per unit.
+template <int MT, int NW, int NST, int UPS, int TP, int BPS, bool FAST>
 __global__ void __launch_bounds__(NW * 32, BPS)
     w4_stream_kernel(const bf16* __restrict__ x, int ldx, Int4Weight w, EpiArgs e, DecArgs a,
                      float* __restrict__ ws, int* __restrict__ counters) {
@@ -289,87 +299,175 @@ __global__ void __launch_bounds__(NW * 32, BPS)
   };
 
   zero_acc();
+  if constexpr (FAST) {
+    int p = nst_total > 0 ? ua / gs : 0, gl = nst_total > 0 ? ua - p * gs : 0;
 #pragma unroll 1
-  for (int st = 0; st < nst_total; ++st) {
-    const int slot = st % NST;
-    dmbar_wait(wbar + slot, uint32_t((st / NST) & 1));
-    const unsigned char* sw = wring + slot * stage_bytes;
-    const int u0 = ua + st * UPS;
-    const int cnt = min(UPS, ub - u0);
+    for (int st = 0; st < nst_total; ++st) {
+      const int slot = st % NST;
+      dmbar_wait(wbar + slot, uint32_t((st / NST) & 1));
+      const unsigned char* sw = wring + slot * stage_bytes;
+      const int cnt = min(UPS, ub - (ua + st * UPS));
 #pragma unroll 1
-    for (int i = 0; i < cnt; ++i) {
-      const int u = u0 + i;
-      const int p = u / gs, gl = u - p * gs;
-      if (p != cur) {
-        flush();
-        zero_acc();
-        cur = p;
-        done = 0;
-      }
-#pragma unroll
-      for (int tt = 0; tt < TP; ++tt)
-#pragma unroll
-        for (int j = 0; j < MT; ++j) tmp[tt][j][0] = tmp[tt][j][1] = tmp[tt][j][2] = tmp[tt][j][3] = 0.f;
-#pragma unroll 2
-      for (int cc = 0; cc < a.cpg; ++cc) {
-        const int cl = gl * a.cpg + cc;  // 64-chunk in the split
-        uint4 xb[MT][2];
-#pragma unroll
-        for (int j = 0; j < MT; ++j) {
-          const int row = j * 8 + g;
-          if (row < a.mrows) {
-            const unsigned char* xp = xs + row * a.xrow + cl * 128 + t * 32;
-            xb[j][0] = lds128(xp);
-            xb[j][1] = lds128(xp + 16);
-          } else {
-            xb[j][0] = xb[j][1] = make_uint4(0, 0, 0, 0);
-          }
+      for (int i = 0; i < cnt; ++i) {
+        if (p != cur) {
+          flush();
+          zero_acc();
+          cur = p;
+          done = 0;
         }
+        float t2[TP][2][MT][4];  // [tile][k16 step parity][token tile][fragment]
 #pragma unroll
-        for (int tt = 0; tt < TP; ++tt) {
-          const uint4 cw = lds128(sw + ((i * TP + tt) * a.cpg + cc) * 512 + lane * 16);
-          const uint32_t words[4] = {cw.x, cw.y, cw.z, cw.w};
+        for (int tt = 0; tt < TP; ++tt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int j = 0; j < MT; ++j) t2[tt][h][j][0] = t2[tt][h][j][1] = t2[tt][h][j][2] = t2[tt][h][j][3] = 0.f;
+#pragma unroll 2
+        for (int cc = 0; cc < a.cpg; ++cc) {
+          const int cl = gl * a.cpg + cc;
+          uint4 xb[MT][2];
+#pragma unroll
+          for (int j = 0; j < MT; ++j) {
+            const int row = j * 8 + g;
+            const uint4* xp = reinterpret_cast<const uint4*>(xs + row * a.xrow + cl * 128 + t * 32);
+            xb[j][0] = row < a.mrows ? xp[0] : make_uint4(0, 0, 0, 0);
+            xb[j][1] = row < a.mrows ? xp[1] : make_uint4(0, 0, 0, 0);
+          }
+          uint4 cw[TP];
+#pragma unroll
+          for (int tt = 0; tt < TP; ++tt)
+            cw[tt] = reinterpret_cast<const uint4*>(sw + ((i * TP + tt) * a.cpg + cc) * 512)[lane];
 #pragma unroll
           for (int ks = 0; ks < 4; ++ks) {
-            uint32_t af[4];
 #pragma unroll
-            for (int q = 0; q < 4; ++q) af[q] = ((words[ks] >> (4 * q)) & 0x000F000Fu) | 0x43004300u;
+            for (int tt = 0; tt < TP; ++tt) {
+              const uint32_t word = ks == 0 ? cw[tt].x : ks == 1 ? cw[tt].y : ks == 2 ? cw[tt].z : cw[tt].w;
+              uint32_t af[4];
 #pragma unroll
-            for (int j = 0; j < MT; ++j) {
-              const uint32_t b0 = ks == 0 ? xb[j][0].x : ks == 1 ? xb[j][0].z : ks == 2 ? xb[j][1].x : xb[j][1].z;
-              const uint32_t b1 = ks == 0 ? xb[j][0].y : ks == 1 ? xb[j][0].w : ks == 2 ? xb[j][1].y : xb[j][1].w;
-              mma_bf16(tmp[tt][j], af, b0, b1);
+              for (int q = 0; q < 4; ++q) af[q] = ((word >> (4 * q)) & 0x000F000Fu) | 0x43004300u;
+#pragma unroll
+              for (int j = 0; j < MT; ++j) {
+                const uint32_t b0 = ks == 0 ? xb[j][0].x : ks == 1 ? xb[j][0].z : ks == 2 ? xb[j][1].x : xb[j][1].z;
+                const uint32_t b1 = ks == 0 ? xb[j][0].y : ks == 1 ? xb[j][0].w : ks == 2 ? xb[j][1].y : xb[j][1].w;
+                mma_bf16_nv(t2[tt][ks & 1][j], af, b0, b1);
+              }
             }
           }
         }
-      }
-      // Group end: zero and scale in fp32.
-      float xv[MT][2];
-#pragma unroll
-      for (int j = 0; j < MT; ++j) {
-        const int t0 = j * 8 + 2 * t, t1 = t0 + 1;
-        xv[j][0] = t0 < a.mrows ? xsum[t0 * a.gps + gl] : 0.f;
-        xv[j][1] = t1 < a.mrows ? xsum[t1 * a.gps + gl] : 0.f;
-      }
-#pragma unroll
-      for (int tt = 0; tt < TP; ++tt) {
-        const int slot = i * TP + tt;
-        const uint32_t cs = *reinterpret_cast<const uint32_t*>(sw + sc_off + slot * 32 + 4 * g);
-        const uint32_t cz = asym ? *reinterpret_cast<const uint16_t*>(sw + z_off + slot * 16 + 2 * g) : 0x0808u;
-        const float2 s2 = __bfloat1622float2(*reinterpret_cast<const bf162*>(&cs));
-        const float zg = 128.f + float(cz & 0xFF), zg8 = 128.f + float((cz >> 8) & 0xFF);
+        float xv[MT][2];
 #pragma unroll
         for (int j = 0; j < MT; ++j) {
-          acc[tt][j][0] += s2.x * (tmp[tt][j][0] - zg * xv[j][0]);
-          acc[tt][j][1] += s2.x * (tmp[tt][j][1] - zg * xv[j][1]);
-          acc[tt][j][2] += s2.y * (tmp[tt][j][2] - zg8 * xv[j][0]);
-          acc[tt][j][3] += s2.y * (tmp[tt][j][3] - zg8 * xv[j][1]);
+          const int t0 = j * 8 + 2 * t, t1 = t0 + 1;
+          xv[j][0] = t0 < a.mrows ? xsum[t0 * a.gps + gl] : 0.f;
+          xv[j][1] = t1 < a.mrows ? xsum[t1 * a.gps + gl] : 0.f;
+        }
+#pragma unroll
+        for (int tt = 0; tt < TP; ++tt) {
+          const int sl = i * TP + tt;
+          const uint32_t cs = *reinterpret_cast<const uint32_t*>(sw + sc_off + sl * 32 + 4 * g);
+          const uint32_t cz = asym ? *reinterpret_cast<const uint16_t*>(sw + z_off + sl * 16 + 2 * g) : 0x0808u;
+          const float2 s2 = __bfloat1622float2(*reinterpret_cast<const bf162*>(&cs));
+          const float zg = 128.f + float(cz & 0xFF), zg8 = 128.f + float((cz >> 8) & 0xFF);
+#pragma unroll
+          for (int j = 0; j < MT; ++j) {
+            acc[tt][j][0] += s2.x * ((t2[tt][0][j][0] + t2[tt][1][j][0]) - zg * xv[j][0]);
+            acc[tt][j][1] += s2.x * ((t2[tt][0][j][1] + t2[tt][1][j][1]) - zg * xv[j][1]);
+            acc[tt][j][2] += s2.y * ((t2[tt][0][j][2] + t2[tt][1][j][2]) - zg8 * xv[j][0]);
+            acc[tt][j][3] += s2.y * ((t2[tt][0][j][3] + t2[tt][1][j][3]) - zg8 * xv[j][1]);
+          }
+        }
+        ++done;
+        if (++gl == gs) {
+          gl = 0;
+          ++p;
         }
       }
-      ++done;
+      __syncwarp();
+      if (st + NST < nst_total) issue(st + NST);
     }
-    __syncwarp();
-    if (st + NST < nst_total) issue(st + NST);
+  } else {
+#pragma unroll 1
+    for (int st = 0; st < nst_total; ++st) {
+      const int slot = st % NST;
+      dmbar_wait(wbar + slot, uint32_t((st / NST) & 1));
+      const unsigned char* sw = wring + slot * stage_bytes;
+      const int u0 = ua + st * UPS;
+      const int cnt = min(UPS, ub - u0);
+#pragma unroll 1
+      for (int i = 0; i < cnt; ++i) {
+        const int u = u0 + i;
+        const int p = u / gs, gl = u - p * gs;
+        if (p != cur) {
+          flush();
+          zero_acc();
+          cur = p;
+          done = 0;
+        }
+#pragma unroll
+        for (int tt = 0; tt < TP; ++tt)
+#pragma unroll
+          for (int j = 0; j < MT; ++j) tmp[tt][j][0] = tmp[tt][j][1] = tmp[tt][j][2] = tmp[tt][j][3] = 0.f;
+#pragma unroll 2
+        for (int cc = 0; cc < a.cpg; ++cc) {
+          const int cl = gl * a.cpg + cc;  // 64-chunk in the split
+          uint4 xb[MT][2];
+#pragma unroll
+          for (int j = 0; j < MT; ++j) {
+            const int row = j * 8 + g;
+            if (row < a.mrows) {
+              const unsigned char* xp = xs + row * a.xrow + cl * 128 + t * 32;
+              xb[j][0] = lds128(xp);
+              xb[j][1] = lds128(xp + 16);
+            } else {
+              xb[j][0] = xb[j][1] = make_uint4(0, 0, 0, 0);
+            }
+          }
+#pragma unroll
+          for (int tt = 0; tt < TP; ++tt) {
+            const uint4 cw = lds128(sw + ((i * TP + tt) * a.cpg + cc) * 512 + lane * 16);
+            const uint32_t words[4] = {cw.x, cw.y, cw.z, cw.w};
+#pragma unroll
+            for (int ks = 0; ks < 4; ++ks) {
+              uint32_t af[4];
+#pragma unroll
+              for (int q = 0; q < 4; ++q) af[q] = ((words[ks] >> (4 * q)) & 0x000F000Fu) | 0x43004300u;
+#pragma unroll
+              for (int j = 0; j < MT; ++j) {
+                const uint32_t b0 = ks == 0 ? xb[j][0].x : ks == 1 ? xb[j][0].z : ks == 2 ? xb[j][1].x : xb[j][1].z;
+                const uint32_t b1 = ks == 0 ? xb[j][0].y : ks == 1 ? xb[j][0].w : ks == 2 ? xb[j][1].y : xb[j][1].w;
+                mma_bf16(tmp[tt][j], af, b0, b1);
+              }
+            }
+          }
+        }
+        // Group end: zero and scale in fp32.
+        float xv[MT][2];
+#pragma unroll
+        for (int j = 0; j < MT; ++j) {
+          const int t0 = j * 8 + 2 * t, t1 = t0 + 1;
+          xv[j][0] = t0 < a.mrows ? xsum[t0 * a.gps + gl] : 0.f;
+          xv[j][1] = t1 < a.mrows ? xsum[t1 * a.gps + gl] : 0.f;
+        }
+#pragma unroll
+        for (int tt = 0; tt < TP; ++tt) {
+          const int slot = i * TP + tt;
+          const uint32_t cs = *reinterpret_cast<const uint32_t*>(sw + sc_off + slot * 32 + 4 * g);
+          const uint32_t cz = asym ? *reinterpret_cast<const uint16_t*>(sw + z_off + slot * 16 + 2 * g) : 0x0808u;
+          const float2 s2 = __bfloat1622float2(*reinterpret_cast<const bf162*>(&cs));
+          const float zg = 128.f + float(cz & 0xFF), zg8 = 128.f + float((cz >> 8) & 0xFF);
+#pragma unroll
+          for (int j = 0; j < MT; ++j) {
+            acc[tt][j][0] += s2.x * (tmp[tt][j][0] - zg * xv[j][0]);
+            acc[tt][j][1] += s2.x * (tmp[tt][j][1] - zg * xv[j][1]);
+            acc[tt][j][2] += s2.y * (tmp[tt][j][2] - zg8 * xv[j][0]);
+            acc[tt][j][3] += s2.y * (tmp[tt][j][3] - zg8 * xv[j][1]);
+          }
+        }
+        ++done;
+      }
+      __syncwarp();
+      if (st + NST < nst_total) issue(st + NST);
+    }
   }
   flush();
 }
@@ -381,11 +479,11 @@ struct Variant {
   const void* k2;  // MT = 2
 };
 
-template <int NW, int NST, int UPS, int TP, int BPS>
+template <int NW, int NST, int UPS, int TP, int BPS, bool FAST = false>
 constexpr Variant make_variant(int xcap_kb, const char* name) {
   return Variant{DecodeVariantInfo{NW, BPS, NST, UPS, TP, xcap_kb, name},
-                 reinterpret_cast<const void*>(&w4_stream_kernel<1, NW, NST, UPS, TP, BPS>),
-                 reinterpret_cast<const void*>(&w4_stream_kernel<2, NW, NST, UPS, TP, BPS>)};
+                 reinterpret_cast<const void*>(&w4_stream_kernel<1, NW, NST, UPS, TP, BPS, FAST>),
+                 reinterpret_cast<const void*>(&w4_stream_kernel<2, NW, NST, UPS, TP, BPS, FAST>)};
 }
 
 // <warps, stages, units/stage, tiles/unit, blocks/SM>(activation budget KB). Ring bytes per
@@ -399,10 +497,14 @@ const Variant& variant(int v) {
       make_variant<16, 4, 1, 2, 1>(64, "16 warps, 1 blk/SM, 4 stg x 1 unit x 2 tiles, x<=64K"),
       make_variant<8, 2, 2, 2, 2>(32, "8 warps, 2 blk/SM, 2 stg x 2 units x 2 tiles, x<=32K"),
       make_variant<8, 8, 2, 1, 1>(80, "8 warps, 1 blk/SM, 8 stg x 2 units x 1 tile, x<=80K"),
+      // FAST inner loop (see the kernel); not measured yet, never chosen by the dispatch.
+      make_variant<8, 2, 2, 2, 2, true>(32, "FAST v5: 8 warps, 2 blk/SM, 2 stg x 2 units x 2 tiles, x<=32K"),
+      make_variant<16, 4, 1, 2, 1, true>(64, "FAST v4: 16 warps, 1 blk/SM, 4 stg x 1 unit x 2 tiles, x<=64K"),
+      make_variant<8, 4, 4, 1, 1, true>(24, "FAST v3: 8 warps, 1 blk/SM, 4 stg x 4 units x 1 tile, x<=24K"),
   };
   return kV[v];
 }
-constexpr int kNumVariants = 7;
+constexpr int kNumVariants = 10;
 
 struct Plan {
   DecArgs a;
