@@ -177,7 +177,7 @@ json bench(const BenchArgs& a) {
   rep["input"] = a.input;
   rep["date"] = utc_now();
   rep["label"] = a.label;
-  rep["options"] = {{"repeat", a.repeat},         {"warmup", a.warmup}, {"warmup_requests", a.warmup_requests},         {"batch_size", a.batch_size},
+  rep["options"] = {{"repeat", a.repeat},         {"warmup", a.warmup}, {"warmup_requests", a.warmup_requests},         {"batch_size", engine->options().max_sequences}, {"batch_size_asked", a.batch_size},
                     {"max_new_tokens", a.max_new_tokens}, {"ignore_eos", a.ignore_eos},
                     {"device", a.dev.device},     {"emulate", a.dev.emulate},   {"budget", a.dev.budget},
                     {"token_budget", engine->options().token_budget},

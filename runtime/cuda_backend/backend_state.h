@@ -131,6 +131,7 @@ class CudaBackend final : public runtime::Backend {
   // capacities and buffers
   int cap_T_ = 0, cap_S_ = 0, cap_R_ = 0;
   MetaLayout meta_;
+  void* value_arena_ = nullptr;  // all values, placed by lifetime (compiled plans; see ensure_capacity)
   void* meta_dev_ = nullptr;
   unsigned char* meta_host_ = nullptr;  // pinned
   bf16* lm_tmp_ = nullptr;              // LmHead: normed rows [cap_R][H]

@@ -22,7 +22,7 @@ if ! strings "$B/bin/g4c" | grep "green context emulating a MIG slice" > /dev/nu
 fi
 mkdir -p "$P"
 grep -qx '/.devpack-bench/' "$ROOT/.git/info/exclude" || echo '/.devpack-bench/' >> "$ROOT/.git/info/exclude"
-strip -o "$P/g4c" "$B/bin/g4c" && gzip -9f "$P/g4c"
+rm -f "$P/g4c.gz" && strip -o "$P/g4c" "$B/bin/g4c" && xz -9f -T2 "$P/g4c"
 cp -f "$SHARED/peers/hf_peer.py" "$P/hf_peer.py"
 cp -f "$ROOT/scripts/gpu/bench_vs_hf.sh" "$ROOT/scripts/gpu/bench_table.py" "$P/"
 du -sh "$P"

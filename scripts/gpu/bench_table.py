@@ -39,7 +39,11 @@ print()
 print("| dataset | system | weights | configuration | requests | new tokens | elapsed s (median [min–max]) "
       "| tokens/s | TTFT p50 / p99 ms | TPOT p50 / p99 ms | peak device MiB | prefill / decode roofline |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-datasets = sorted({f.split("_")[1] for f in os.listdir(d) if f.startswith(("g4c_", "hf_")) and "_" in f})
+# Result files are g4c_<ds>_<mode>.json / hf_<ds>_<mode>.json (+ .rc/.skip/.log of the same step);
+# other files (hf_versions.txt, g4c_public_trace_summary.json) name no dataset.
+datasets = sorted({f.split("_")[1] for f in os.listdir(d)
+                   if f.startswith(("g4c_", "hf_")) and f.count("_") == 2
+                   and f.rsplit("_", 1)[1].split(".")[0] in ("full", "emulated", "batched", "serial")})
 for ds in datasets:
     for mode in ("full", "emulated"):
         step = "g4c_%s_%s" % (ds, mode)

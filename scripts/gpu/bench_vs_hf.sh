@@ -11,6 +11,7 @@
 #         and --emulate 1g.10gb, --ignore-eos (HF generates exactly max_new_tokens too).
 #  hf     hf_peer.py run --batched and serial on the BF16 checkpoint, same ids. Serial on
 #         performance_large (29,375 new tokens one request at a time) only with HF_SERIAL_LARGE=1.
+#  trace  one traced g4c run of performance_public on the full GPU (Chrome trace)
 #  table  one markdown table (bench_table.py) from every result so far + a PNG of the g4c runs.
 # $WORK (default /tmp/g4c-bench) keeps checkpoints and results while the machine stays warm, so
 # steps can be split over calls; logs, reports and the table are copied to $OUT. The table is
@@ -26,7 +27,7 @@ DATASETS=${DATASETS:-public large}
 mkdir -p "$O" "$W/bin" "$R"
 export G4C_SOURCE_DIR=$PWD G4C_NO_PROGRESS=1
 G4C=$W/bin/g4c
-[ -x "$G4C" ] && [ "$G4C" -nt "$P/g4c.gz" ] || { gzip -dc "$P/g4c.gz" > "$G4C"; chmod +x "$G4C"; }
+[ -x "$G4C" ] && [ "$G4C" -nt "$P/g4c.xz" ] || { xz -dc "$P/g4c.xz" > "$G4C"; chmod +x "$G4C"; }
 BF16=$W/12b-bf16
 INT4=$W/12b-int4
 log() { echo "[$(date -u +%H:%M:%S)] $*"; }
@@ -42,6 +43,11 @@ step() {
   return 0
 }
 
+# Results kept from an earlier call on the same weights and requests ($P/prior/, e.g. the HF
+# runs, which do not change with g4c): copied in unless this call produces them again.
+if [ -d "$P/prior" ]; then
+  for f in "$P"/prior/*; do [ -e "$R/$(basename "$f")" ] || cp "$f" "$R/"; done
+fi
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true; } | tee "$R/device.txt"
 date -u +%Y-%m-%d > "$R/date.txt"
 
@@ -81,13 +87,19 @@ if [ "$STAGE" = g4c ] || [ "$STAGE" = all ]; then
     for mode in full emulated; do
       dev=(--device cuda --budget 9984MiB)
       [ $mode = emulated ] && dev=(--device cuda --emulate 1g.10gb --budget 9984MiB)
-      # A Chrome trace of the full-GPU public run: where the time goes (chrome://tracing, Perfetto).
-      [ $mode = full ] && [ "$ds" = public ] && dev+=(--trace "$O/trace_public_full.json")
       step "g4c_${ds}_${mode}" "${G4C_T:-420}" "$G4C" bench --model "$INT4" --input "$W/${ds}_ids.jsonl" \
         "${dev[@]}" --ignore-eos --batch-size "${BATCH:-4}" --repeat "$rep" --warmup 1 --warmup-requests "$wr" \
         --label "g4c int4 $mode" --report "$R/g4c_${ds}_${mode}.json" --plot "$O/g4c_${ds}_${mode}.png"
     done
   done
+fi
+
+if [ "$STAGE" = trace ] || [ "$STAGE" = all ]; then
+  # A Chrome trace of one full-GPU public run, apart from the timed bench runs (per-kernel CUDA
+  # events cost a little): where the time goes (chrome://tracing, Perfetto).
+  step g4c_public_trace "${G4C_T:-420}" "$G4C" run --model "$INT4" --input "$W/public_ids.jsonl" --output "$W/trace_out.jsonl" \
+    --summary "$R/g4c_public_trace_summary.json" --device cuda --budget 9984MiB --ignore-eos --batch-size "${BATCH:-4}" \
+    --trace "$O/trace_public_full.json"
 fi
 
 if [ "$STAGE" = hf ] || [ "$STAGE" = all ]; then

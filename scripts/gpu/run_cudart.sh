@@ -33,16 +33,19 @@ echo "emulated test rc=$?"
 grep -E "measured|^\[ +(OK|FAILED|SKIPPED|PASSED) +\]|Failure|error|Expected|Which is|actual" "$O/tiny_tests.log" | head -80
 fi
 if [ "${1:-tiny}" = logits12b ]; then
+  # Checkpoints: $M12_BF16 / $M12_INT4 when given (e.g. bench_vs_hf.sh's), else synthesized here.
+  B16=${M12_BF16:-/tmp/g4c-12b-bf16}; I4=${M12_INT4:-/tmp/g4c-12b-int4}
   for d in bf16 int4; do
-    flag=(); [ $d = bf16 ] && flag=(--bf16)
-    timeout "${SYNTH_T:-120}" "$BIN/g4c_cudart_bench" synth /tmp/g4c-12b-$d "${flag[@]}" > "$O/synth_$d.log" 2>&1
+    dir=$I4; flag=(); [ $d = bf16 ] && dir=$B16 && flag=(--bf16)
+    [ -f "$dir/config.json" ] && continue
+    timeout "${SYNTH_T:-120}" "$BIN/g4c_cudart_bench" synth "$dir" "${flag[@]}" > "$O/synth_$d.log" 2>&1
     echo "synth $d rc=$?"
   done
   sed -n '1p;5p;9p' "$P/perf_public_ids.jsonl" > /tmp/ids3.jsonl
   # 24 GB of BF16 weights: no 9984 MiB budget for this correctness run (the full H200 holds them).
-  timeout 200 "$BIN/g4c_cudart_bench" logits /tmp/g4c-12b-bf16 /tmp/ids3.jsonl /tmp/g4c_bf16 --budget 0 2>&1 | tail -4
-  timeout 120 "$BIN/g4c_cudart_bench" logits /tmp/g4c-12b-int4 /tmp/ids3.jsonl /tmp/g4c_int4 --budget 9984MiB 2>&1 | tail -4
-  (cd /tmp && timeout 300 python3 "$OLDPWD/$P/check_12b_logits.py" --bf16 /tmp/g4c-12b-bf16 --int4 /tmp/g4c-12b-int4 \
+  timeout 200 "$BIN/g4c_cudart_bench" logits "$B16" /tmp/ids3.jsonl /tmp/g4c_bf16 --budget 0 2>&1 | tail -4
+  timeout 120 "$BIN/g4c_cudart_bench" logits "$I4" /tmp/ids3.jsonl /tmp/g4c_int4 --budget 9984MiB 2>&1 | tail -4
+  (cd /tmp && timeout 300 python3 "$OLDPWD/$P/check_12b_logits.py" --bf16 "$B16" --int4 "$I4" \
     --ids /tmp/ids3.jsonl --g4c-bf16 /tmp/g4c_bf16 --g4c-int4 /tmp/g4c_int4 --out "$O/logits12b.json") 2>&1 | grep -v Warning | tail -12
 fi
 if [ "${1:-tiny}" = all ]; then
