@@ -33,7 +33,7 @@ struct BenchArgs {
   std::vector<std::string> compare;
   bool plot_only = false;
   int repeat = 3, warmup = 1, warmup_requests = 0;
-  int batch_size = 8, max_seq_len = 2048, max_new_tokens = 32, threads = 0;
+  int batch_size = 8, max_seq_len = 0, max_new_tokens = 32, threads = 0;
   bool ignore_eos = false;
   runtime::DeviceFlags dev;
 };
@@ -61,6 +61,25 @@ std::string prefill_only(const std::string& jsonl) {
     out += line + "\n";
   }
   return out;
+}
+
+// The longest request (prompt tokens, BOS included, + max_new_tokens): the default
+// --max-sequence-length, so no request is cut short by the engine's length cap.
+int longest_request(const std::string& jsonl, const models::Tokenizer* tok, int default_new) {
+  std::istringstream in(jsonl);
+  std::string line;
+  int longest = 2;
+  while (std::getline(in, line)) {
+    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) continue;
+    size_t prompt = 0;
+    if (j.contains("input_ids") && j["input_ids"].is_array()) prompt = j["input_ids"].size();
+    else if (tok && j.contains("prompt") && j["prompt"].is_string()) prompt = tok->encode(j["prompt"].get<std::string>(), true).size();
+    const int n = j.contains("max_new_tokens") && j["max_new_tokens"].is_number_integer() ? j["max_new_tokens"].get<int>()
+                                                                                        : default_new;
+    longest = std::max(longest, int(prompt) + std::max(0, n));
+  }
+  return longest;
 }
 
 // The first n requests (n <= 0: all): the warm-up workload of --warmup-requests.
@@ -152,7 +171,7 @@ json bench(const BenchArgs& a) {
 
   runtime::EngineOptions eo;
   eo.max_sequences = a.batch_size;
-  eo.max_seq_len = a.max_seq_len;
+  eo.max_seq_len = a.max_seq_len > 0 ? a.max_seq_len : longest_request(jsonl, tok.get(), a.max_new_tokens);
   eo.threads = a.threads;
   const auto t_load = std::chrono::steady_clock::now();
   auto engine = runtime::Engine::open(dir, std::nullopt, eo, runtime::backend_for_flags(a.dev, dir));
@@ -299,7 +318,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--warmup-requests", a->warmup_requests, "warm up on the first N requests only (0: all)")
       ->capture_default_str();
   cmd->add_option("--batch-size", a->batch_size, "running sequences at once")->capture_default_str();
-  cmd->add_option("--max-sequence-length", a->max_seq_len, "longest prompt + generation")->capture_default_str();
+  cmd->add_option("--max-sequence-length", a->max_seq_len,
+                  "longest prompt + generation (0: the longest request of the input)")->capture_default_str();
   cmd->add_option("--max-new-tokens", a->max_new_tokens, "default when a request has none")->capture_default_str();
   cmd->add_flag("--ignore-eos", a->ignore_eos, "do not stop on the model's EOS ids");
   cmd->add_option("--threads", a->threads, "CPU threads (0: all)")->capture_default_str();
