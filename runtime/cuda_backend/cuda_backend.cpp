@@ -239,7 +239,7 @@ void CudaBackend::ensure_capacity(int T, int S, int R) {
   for (size_t i = 0; i < life.size(); ++i)
     if (life[i].first < 0) life[i] = {0, int(prog->size())};  // untouched by the program: keep apart
   const plan::ArenaLayout layout = plan::place_values(life, vbytes);
-  if (layout.bytes * 4 <= separate) {
+  if (opts_.share_values == 1 || (opts_.share_values < 0 && layout.bytes * 4 <= separate)) {
     value_arena_ = dmalloc(layout.bytes, "activation arena (values placed by lifetime)");
     check(cudaMemset(value_arena_, 0, align256(layout.bytes)), "cudaMemset(arena)");
     for (size_t i = 0; i < values_.size(); ++i)

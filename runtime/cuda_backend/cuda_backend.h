@@ -33,6 +33,12 @@ struct CudaOptions {
   std::string trace_path;               // Chrome-trace JSON written at destruction ("" = none)
   bool graphs = true;                   // CUDA graphs for decode steps
   int max_tokens = 512;                 // token rows of the activation arena allocated up front (grows on demand)
+  // Sibling Linears (q/k/v sharing one input) as one GEMM over concatenated weights. Off until
+  // it has run on a GPU (tests/gpu_runtime SiblingFusionMatchesSeparateGemms checks it).
+  bool fuse_siblings = false;
+  // Activation values in one arena placed by lifetime: -1 when that is >= 4x smaller than one
+  // buffer per value (compiled plans), 0 never, 1 always (tests compare the two bitwise).
+  int share_values = -1;
 };
 
 std::unique_ptr<Backend> make_cuda_backend(const CudaOptions& options);

@@ -232,6 +232,7 @@ void CudaBackend::find_siblings(const std::vector<int>& uses) {
   siblings_.clear();
   sibling_of_.clear();
   sib_widest_ = 0;
+  if (!opts_.fuse_siblings) return;
   const auto* prog = (*plan_)->program();
   const auto* ws = (*plan_)->weights();
   auto plain = [&](int i) {
@@ -240,9 +241,9 @@ void CudaBackend::find_siblings(const std::vector<int>& uses) {
         !st->weights() || st->weights()->size() < 1 || !st->inputs() || st->inputs()->size() < 1 ||
         !st->outputs() || st->outputs()->size() != 1)
       return false;
-    const int w = st->weights()->Get(0);
-    const auto* v = (*plan_)->values()->Get(st->outputs()->Get(0));
-    return w >= 0 && uses[w] == 1 && v->dtype() == fb::DType::BF16 && v->rows() == fb::RowSpace::Tokens &&
+    const int w = st->weights()->Get(0), y = st->outputs()->Get(0);
+    // values_ holds the device types (BF16 activations whatever the plan's dtype).
+    return w >= 0 && uses[w] == 1 && values_.at(y).type == VType::BF16 && values_[y].rows == fb::RowSpace::Tokens &&
            store_->shape(w).size() == 2;
   };
   auto same_layout = [&](int a, int b) {
