@@ -42,7 +42,12 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, std
   const int block = std::max(1, e->plan_->kv_block_size());
   int blocks = o.kv_blocks > 0 ? o.kv_blocks : o.max_sequences * ((o.max_seq_len + block - 1) / block);
   e->opts_.kv_blocks = blocks;
-  e->weights_ = WeightStore::load(e->plan_, *ckpt, o.threads > 0 ? o.threads : 4);
+  // Device backends keep their own copy of the weights (INT4 read raw from the checkpoint): their
+  // host store converts a weight only when asked. The CPU backend computes from the store.
+  if (backend && std::string(backend->name()) != "cpu")
+    e->weights_ = WeightStore::load_lazy(e->plan_, std::shared_ptr<const models::Checkpoint>(std::move(ckpt)));
+  else
+    e->weights_ = WeightStore::load(e->plan_, *ckpt, o.threads > 0 ? o.threads : 4);
   e->backend_ = backend ? std::move(backend) : make_cpu_backend(o.threads);
   const KvSizes want{o.max_sequences, paged ? blocks : 1};
   e->backend_->prepare(e->plan_, *e->weights_, want);

@@ -81,6 +81,48 @@ std::unique_ptr<WeightStore> WeightStore::load(const plan::Plan& plan, const mod
   return store;
 }
 
+std::unique_ptr<WeightStore> WeightStore::load_lazy(const plan::Plan& plan,
+                                                   std::shared_ptr<const models::Checkpoint> ckpt) {
+  auto store = std::make_unique<WeightStore>();
+  const auto* ws = plan->weights();
+  const int n = int(ws->size());
+  store->data_.resize(n);
+  for (const auto* w : *ws) {
+    store->shapes_.emplace_back(w->shape()->begin(), w->shape()->end());
+    store->names_.push_back(w->name()->str());
+  }
+  store->lazy_ = true;
+  store->plan_ = &plan;
+  store->ckpt_ = std::move(ckpt);
+  store->once_ = std::make_unique<std::once_flag[]>(size_t(n));
+  store->done_.assign(size_t(n), 0);
+  return store;
+}
+
+void WeightStore::materialize(int id) const {
+  std::call_once(once_[size_t(id)], [&] {
+    auto v = load_one(*(*plan_)->weights()->Get(id), *ckpt_);
+    if (v.size() != numel(id))
+      throw Error(ckpt_->dir().string() + ": weight " + names_[id] + " has " + std::to_string(v.size()) +
+                  " elements, the plan says " + std::to_string(numel(id)));
+    data_[id] = std::move(v);
+    done_[size_t(id)] = 1;
+  });
+}
+
+size_t WeightStore::numel(int id) const {
+  size_t n = 1;
+  for (auto d : shapes_[id]) n *= size_t(d);
+  return n;
+}
+
+int WeightStore::loaded() const {
+  if (!lazy_) return size();
+  int n = 0;
+  for (char d : done_) n += d;
+  return n;
+}
+
 int WeightStore::find(const std::string& name) const {
   for (int i = 0; i < size(); ++i)
     if (names_[i] == name) return i;
@@ -89,9 +131,10 @@ int WeightStore::find(const std::string& name) const {
 
 void WeightStore::replace(int id, std::span<const float> values) {
   if (id < 0 || id >= size()) throw Error("WeightStore::replace: no weight " + std::to_string(id));
-  if (values.size() != data_[id].size())
-    throw Error("WeightStore::replace: " + names_[id] + " has " + std::to_string(data_[id].size()) + " elements, got " +
+  if (values.size() != numel(id))
+    throw Error("WeightStore::replace: " + names_[id] + " has " + std::to_string(numel(id)) + " elements, got " +
                 std::to_string(values.size()));
+  if (lazy_) materialize(id);
   std::copy(values.begin(), values.end(), data_[id].begin());
 }
 

@@ -4,9 +4,14 @@
 // The CPU backend computes from these arrays directly. GPTQ replaces a Linear's data with
 // fake-quantized values through replace(); backends that keep their own copy (CUDA) are
 // told through Backend::weight_updated().
+//
+// A lazy store (load_lazy) converts a weight on its first data() call: the CUDA backend reads
+// INT4 Linears raw from the checkpoint and never asks for their fp32 values, so a 12B INT4
+// checkpoint no longer costs ~44 GB of host fp32 and the time to dequantize it at load.
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -20,10 +25,16 @@ class WeightStore {
   // Loads every weight of `plan` from `ckpt` (verify_plan_matches first). `threads` > 1
   // converts weights in parallel. Throws g4c::Error naming the tensor on bad data.
   static std::unique_ptr<WeightStore> load(const plan::Plan& plan, const models::Checkpoint& ckpt, int threads = 1);
+  // Converts each weight on first use; keeps the checkpoint (and the plan) alive meanwhile.
+  static std::unique_ptr<WeightStore> load_lazy(const plan::Plan& plan, std::shared_ptr<const models::Checkpoint> ckpt);
 
   int size() const { return int(data_.size()); }
-  const float* data(int id) const { return data_[id].data(); }
-  size_t numel(int id) const { return data_[id].size(); }
+  const float* data(int id) const {
+    if (lazy_) materialize(id);
+    return data_[id].data();
+  }
+  size_t numel(int id) const;  // from the shape: never loads
+  int loaded() const;          // weights converted so far (all of them for an eager store)
   const std::vector<int64_t>& shape(int id) const { return shapes_[id]; }
   const std::string& name(int id) const { return names_[id]; }
   int find(const std::string& name) const;  // -1 if absent
@@ -32,9 +43,17 @@ class WeightStore {
   size_t total_bytes() const;
 
  private:
-  std::vector<std::vector<float>> data_;
+  void materialize(int id) const;
+
+  mutable std::vector<std::vector<float>> data_;
   std::vector<std::vector<int64_t>> shapes_;
   std::vector<std::string> names_;
+  // Lazy stores only.
+  bool lazy_ = false;
+  const plan::Plan* plan_ = nullptr;
+  std::shared_ptr<const models::Checkpoint> ckpt_;
+  mutable std::unique_ptr<std::once_flag[]> once_;
+  mutable std::vector<char> done_;
 };
 
 }  // namespace g4c::runtime
