@@ -15,6 +15,9 @@ t "synth 12B bf16 + int4, tokenize public + large"
 OUT=/tmp/o/bench DATASETS="public large" bash $B/bench_vs_hf.sh synth 2>&1 | grep -E "rc=|written" | tail -6
 t "g4c public full + emulated"
 OUT=/tmp/o/bench DATASETS=public BATCH=8 REPEAT=2 G4C_T=150 bash $B/bench_vs_hf.sh g4c 2>&1 | grep -E "rc=|median|error" | head -8
+t "g4c run --device cuda, compiled plan (lifetime-shared activation arena), emulated"
+timeout 90 "$WORK/bin/g4c" run --model "$WORK/12b-int4" --input "$WORK/public_ids.jsonl" --output /tmp/o/bench/run_out.jsonl \
+  --summary /tmp/o/bench/run_compiled_emulated.json --device cuda --emulate 1g.10gb --batch-size 8 --ignore-eos 2>&1 | tail -3
 t "traced public run"
 OUT=/tmp/o/bench BATCH=8 G4C_T=60 bash $B/bench_vs_hf.sh trace 2>&1 | grep -E "rc=|tokens in" | head -3
 t "12B logits vs HF"
