@@ -36,7 +36,6 @@ struct EvalArgs {
   int max_len = 2048;
   int threads = 0;
   int limit = 0;
-  std::string backend = "reference";
 };
 
 struct Agg {
@@ -74,17 +73,9 @@ void run_eval(const EvalArgs& a) {
   const std::string data = ss.str();
   const std::string sha = tools::sha256_hex(data);
 
-  if (a.backend != "reference" && a.backend != "runtime")
-    throw Error("eval: --backend must be reference or runtime, got " + a.backend);
-  const bool use_runtime = a.backend == "runtime";
-  // reference: one fp32 model shared by the workers; runtime: one Engine per worker.
-  std::unique_ptr<tools::RefModel> model;
+  // One single-threaded Engine per worker; the workers take whole sequences.
   std::vector<std::unique_ptr<tools::EngineScorer>> engines;
-  if (use_runtime) {
-    for (int t = 0; t < threads; ++t) engines.push_back(std::make_unique<tools::EngineScorer>(a.model, a.max_len, 1));
-  } else {
-    model = tools::RefModel::load(a.model, threads);
-  }
+  for (int t = 0; t < threads; ++t) engines.push_back(std::make_unique<tools::EngineScorer>(a.model, a.max_len, 1));
   const bool is_int4 = models::Int4Checkpoint::is_int4_dir(a.model);
   auto tok = models::Tokenizer::load(std::filesystem::path(a.model) / "tokenizer.json");
 
@@ -134,8 +125,7 @@ void run_eval(const EvalArgs& a) {
       pool.emplace_back([&, t] {
         for (size_t i; (i = next.fetch_add(1)) < seqs.size();) {
           try {
-            nll[i] = use_runtime ? engines[size_t(t)]->score_sequence(seqs[i], a.chunk)
-                                 : model->score_sequence(seqs[i], a.chunk);
+            nll[i] = engines[size_t(t)]->score_sequence(seqs[i], a.chunk);
             bar.add(uint64_t(seqs[i].size() - 1));
           } catch (...) {
             std::lock_guard<std::mutex> lk(mu);
@@ -174,7 +164,7 @@ void run_eval(const EvalArgs& a) {
   out["schema_version"] = 2;
   out["model"] = a.model;
   out["linear_backend"] = is_int4 ? "int4_dequant_fp32" : "fp32";
-  out["backend"] = use_runtime ? "runtime-cpu" : "cpu-reference";
+  out["backend"] = "runtime-cpu";
   out["dataset"] = a.dataset;
   out["dataset_sha256"] = sha;
   out["chunk_size"] = a.chunk;
@@ -217,9 +207,6 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--max-sequence-length", a->max_len, "tokens kept per text (BOS included)");
   cmd->add_option("--threads", a->threads, "worker threads (default: all cores)");
   cmd->add_option("--limit", a->limit, "evaluate only the first N sequences (0: all)");
-  cmd->add_option("--backend", a->backend,
-                  "runtime: the runtime Engine (CPU backend); reference: tools/quant_executor's fp32 forward")
-      ->check(CLI::IsMember({"reference", "runtime"}));
   cmd->callback([a] { run_eval(*a); });
 }
 

@@ -8,8 +8,8 @@
 // (dead columns, GPTQ objective, time).
 //
 // GPTQ runs layer by layer on calibration activations recomputed through the
-// already-quantized earlier layers (passes/quant/calibration.h), executed by
-// tools/quant_executor on the CPU.
+// already-quantized earlier layers (passes/quant/calibration.h), executed by the
+// runtime Engine's CPU backend (tools/quant_executor.h).
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -51,7 +51,6 @@ struct QuantArgs {
   int samples = 128, length = 512;
   int threads = 0;
   bool fake_quant = false;
-  std::string backend = "reference";
 };
 
 std::vector<float> tensor_f32(const models::Checkpoint& ck, const std::string& name) {
@@ -120,6 +119,7 @@ void run_quantize(const QuantArgs& a) {
   std::map<std::string, quant::QuantizedLinear> qs;  // by Linear name
   nlohmann::json layers_meta = nlohmann::json::array();
   nlohmann::json calib_meta;
+  quant::GptqTimings timings;
   if (a.method == "rtn") {
     Progress bar("rtn " + std::to_string(shapes.size()) + " linears", shapes.size());
     for (const auto& s : shapes) {
@@ -134,15 +134,8 @@ void run_quantize(const QuantArgs& a) {
     if (a.calibration.empty()) throw Error("quantize: --method gptq needs --calibration FILE.jsonl");
     auto tok = models::Tokenizer::load(src / "tokenizer.json");
     const auto seqs = calibration_set(a, *tok);
-    std::unique_ptr<tools::RefModel> model;
-    std::unique_ptr<quant::CalibrationExecutor> exec;
-    if (a.backend == "runtime") {
-      exec = std::make_unique<tools::EngineCalibrationExecutor>(src, seqs, a.length, threads);
-    } else {
-      model = tools::RefModel::load(src, threads);
-      exec = std::make_unique<tools::RefCalibrationExecutor>(*model, seqs, a.length);
-    }
-    calib_meta = {{"dataset", a.calibration}, {"executor", a.backend}, {"samples_requested", a.samples}, {"samples", seqs.size()},
+    auto exec = std::make_unique<tools::EngineCalibrationExecutor>(src, seqs, a.length, threads);
+    calib_meta = {{"dataset", a.calibration}, {"executor", "runtime-cpu"}, {"samples_requested", a.samples}, {"samples", seqs.size()},
                   {"sequence_length", a.length}, {"tokens", int64_t(seqs.size()) * a.length}};
     quant::GptqDriverOptions opt;
     opt.gptq.spec = spec;
@@ -150,6 +143,8 @@ void run_quantize(const QuantArgs& a) {
     opt.gptq.block_size = a.block;
     opt.gptq.act_order = a.act_order;
     opt.threads = threads;
+    opt.timings = &timings;
+    opt.gram = tools::cpu_gram_update(threads);
     Progress bar("gptq " + std::to_string(cfg.num_layers) + " layers (" + std::to_string(seqs.size()) + "×" +
                      std::to_string(a.length) + " calibration tokens)",
                  uint64_t(cfg.num_layers));
@@ -220,6 +215,8 @@ void run_quantize(const QuantArgs& a) {
     qc["static_groups"] = a.act_order;
     qc["true_sequential"] = false;  // all Linears of a layer see that layer's unquantized inputs
     qc["calibration"] = calib_meta;
+    qc["timing_seconds"] = {{"observe_forward", timings.observe_forward}, {"hessian", timings.hessian},
+                            {"solve", timings.solve}, {"advance_forward", timings.advance_forward}};
   }
   qc["source_model"] = a.model;
   qc["seconds"] = secs;
@@ -234,6 +231,9 @@ void run_quantize(const QuantArgs& a) {
                a.group, qs.size(), secs,
                a.method == "gptq" ? (", total GPTQ objective " + std::to_string(loss)).c_str() : "",
                a.output.c_str());
+  if (a.method == "gptq")
+    std::fprintf(stderr, "quantize: time in calibration forwards %.1f s (observe) + %.1f s (advance), Hessians %.1f s, "
+                 "GPTQ solves %.1f s\n", timings.observe_forward, timings.advance_forward, timings.hessian, timings.solve);
 }
 
 }  // namespace
@@ -256,9 +256,6 @@ void add_quantize_command(CLI::App& app) {
   cmd->add_option("--threads", a->threads, "worker threads (default: all cores)");
   cmd->add_flag("--fake-quant", a->fake_quant,
                 "write dequantized F32 weights instead of INT4 (for checking the INT4 path)");
-  cmd->add_option("--backend", a->backend,
-                  "GPTQ layer execution: runtime (the runtime Engine, CPU) or reference (tools/quant_executor)")
-      ->check(CLI::IsMember({"reference", "runtime"}));
   cmd->add_option("-o,--output", a->output, "output directory")->required();
   cmd->callback([a] { run_quantize(*a); });
 }

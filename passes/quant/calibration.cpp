@@ -28,6 +28,10 @@ std::vector<LinearReport> gptq_layer(CalibrationExecutor& exec, int layer, const
   std::vector<std::unique_ptr<HessianAccumulator>> accs;
   std::map<std::string, HessianAccumulator*> by_linear;
   std::map<std::string, HessianAccumulator*> by_group;  // key: first linear of the group
+  using clock = std::chrono::steady_clock;
+  auto secs = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+  GptqTimings tm;
+  const auto t_observe = clock::now();
   exec.run_layer(
       layer,
       [&](const std::vector<std::string>& names, const float* x, int64_t rows, int64_t in) {
@@ -41,9 +45,12 @@ std::vector<LinearReport> gptq_layer(CalibrationExecutor& exec, int layer, const
         if (acc->n() != in)
           throw Error("gptq: layer " + std::to_string(layer) + " " + names.front() + " input width changed from " +
                       std::to_string(acc->n()) + " to " + std::to_string(in));
-        acc->add(x, rows, in, opt.threads);
+        const auto t_h = clock::now();
+        acc->add(x, rows, in, opt.threads, opt.gram);
+        tm.hessian += secs(t_h, clock::now());
       },
       /*advance=*/false);
+  tm.observe_forward = secs(t_observe, clock::now()) - tm.hessian;
   std::vector<LinearReport> reports;
   std::map<const HessianAccumulator*, PreparedHessian> prepared;  // shared by Linears of one input
   for (const LinearInfo& li : which) {
@@ -60,6 +67,7 @@ std::vector<LinearReport> gptq_layer(CalibrationExecutor& exec, int layer, const
     if (pit == prepared.end()) pit = prepared.emplace(&acc, prepare_hessian(acc.hessian(), acc.n(), opt.gptq)).first;
     GptqResult r = gptq_quantize(w.data(), li.out, li.in, pit->second, opt.gptq);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_lin).count();
+    tm.solve += r.seconds;
     std::vector<float> deq = r.q.dequantized();
     exec.set_weight(layer, li.name, deq);
     LinearReport rep;
@@ -74,7 +82,15 @@ std::vector<LinearReport> gptq_layer(CalibrationExecutor& exec, int layer, const
     if (opt.on_linear) opt.on_linear(rep, r.q);
     reports.push_back(rep);
   }
+  const auto t_advance = clock::now();
   exec.run_layer(layer, {}, /*advance=*/true);
+  tm.advance_forward = secs(t_advance, clock::now());
+  if (opt.timings) {
+    opt.timings->observe_forward += tm.observe_forward;
+    opt.timings->hessian += tm.hessian;
+    opt.timings->solve += tm.solve;
+    opt.timings->advance_forward += tm.advance_forward;
+  }
   if (opt.on_layer) opt.on_layer(layer, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   return reports;
 }

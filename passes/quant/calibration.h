@@ -47,9 +47,19 @@ struct LinearReport {
   int64_t calibration_rows = 0;
 };
 
+// Where sequential GPTQ spends its wall time (seconds, summed over layers).
+struct GptqTimings {
+  double observe_forward = 0.0;  // run_layer with the observer, minus the Hessian updates
+  double hessian = 0.0;          // H += 2XᵀX inside the observer
+  double solve = 0.0;            // prepare_hessian + gptq_quantize
+  double advance_forward = 0.0;  // run_layer with the quantized weights
+};
+
 struct GptqDriverOptions {
   GptqOptions gptq;
+  GptqTimings* timings = nullptr;  // accumulated into when set
   int threads = 1;  // for the Hessian accumulation
+  GramUpdate gram;  // the Hessian's XᵀX kernel; empty: sgemm_acc on `threads` threads
   // Called once per quantized Linear, in order; receives the quantized weights.
   std::function<void(const LinearReport&, const QuantizedLinear&)> on_linear;
   std::function<void(int layer, double seconds)> on_layer;

@@ -15,11 +15,17 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "passes/quant/quantizer.h"
 
 namespace g4c::quant {
+
+// An fp32 Gram update the caller may supply (tools/ binds the runtime's CPU GEMM):
+// C[i·n + j] += Σ_r X[r·ld + i]·X[r·ld + j] for at least every j ≥ i (the upper triangle;
+// the lower one may be written too), X being [rows, n] with leading dimension ld.
+using GramUpdate = std::function<void(const float* X, int64_t rows, int64_t n, int64_t ld, float* C)>;
 
 // Accumulates H = 2·XᵀX over row blocks of activations (fp32 products per call,
 // float64 running sum).
@@ -28,7 +34,8 @@ class HessianAccumulator {
   explicit HessianAccumulator(int64_t n = 0) { reset(n); }
   void reset(int64_t n);
   // X is [rows, n] row-major with leading dimension ld (≥ n).
-  void add(const float* X, int64_t rows, int64_t ld, int threads = 1);
+  // Uses `gram` when given, else sgemm_acc (linalg.h) on `threads` threads.
+  void add(const float* X, int64_t rows, int64_t ld, int threads = 1, const GramUpdate& gram = {});
   int64_t n() const { return n_; }
   int64_t rows() const { return rows_; }
   // Full symmetric n×n matrix.

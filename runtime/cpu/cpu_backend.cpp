@@ -5,6 +5,7 @@
 
 #include "models/error.h"
 #include "runtime/backend.h"
+#include "runtime/cpu/attention.h"
 #include "runtime/cpu/kernels.h"
 
 namespace g4c::runtime {
@@ -121,43 +122,11 @@ class CpuBackend final : public Backend {
 
   void attention(const fb::Step& st) {
     const auto* a = st.attrs();
-    const int Hq = a->num_q_heads(), Hkv = a->num_kv_heads(), D = a->head_dim(), W = a->window();
-    const int group = Hq / Hkv;
-    const float scale = a->scale();
     const KvStore& s = kv_[a->kv_layer()];
-    const float* vbase = s.v.empty() ? s.k.data() : s.v.data();
-    const float* q = val(in(st, 0));
-    float* o = val(out(st, 0));
-    const int T = batch_->num_tokens();
-    pool_.parallel_for(int64_t(T) * Hq, 1, [&](int64_t begin, int64_t end) {
-      std::vector<float> score;
-      std::vector<float> acc(D);
-      for (int64_t job = begin; job < end; ++job) {
-        const int r = int(job / Hq), h = int(job % Hq), g = h / group;
-        const int seq = batch_->seq_of_row[r], t = batch_->positions[r];
-        const int j0 = W > 0 ? std::max(0, t - W + 1) : 0;
-        const float* qh = q + size_t(r) * Hq * D + size_t(h) * D;
-        score.resize(t - j0 + 1);
-        float mx = -INFINITY;
-        for (int j = j0; j <= t; ++j) {
-          const float* kj = s.k.data() + kv_index(s, seq, j) + size_t(g) * D;
-          float d = 0;
-          for (int e = 0; e < D; ++e) d += qh[e] * kj[e];
-          score[j - j0] = d * scale;
-          mx = std::max(mx, score[j - j0]);
-        }
-        float sum = 0;
-        for (auto& x : score) sum += (x = std::exp(x - mx));
-        std::fill(acc.begin(), acc.end(), 0.0f);
-        for (int j = j0; j <= t; ++j) {
-          const float* vj = vbase + kv_index(s, seq, j) + size_t(g) * D;
-          const float p = score[j - j0];
-          for (int e = 0; e < D; ++e) acc[e] += p * vj[e];
-        }
-        float* oh = o + size_t(r) * Hq * D + size_t(h) * D;
-        for (int e = 0; e < D; ++e) oh[e] = acc[e] / sum;
-      }
-    });
+    cpu::KvRows rows{s.k.data(), s.v.empty() ? s.k.data() : s.v.data(),
+                     [&](int seq, int pos) { return kv_index(s, seq, pos); }};
+    cpu::attention(pool_, *batch_, val(in(st, 0)), val(out(st, 0)), a->num_q_heads(), a->num_kv_heads(),
+                   a->head_dim(), a->window(), a->scale(), rows);
   }
 
   void run_step(int index, const fb::Step& st) {
@@ -200,7 +169,11 @@ class CpuBackend final : public Backend {
         const int q_raw = in(st, 0), k_raw = in(st, 1), v_raw = in(st, 2), q = out(st, 0);
         const int D = a->head_dim();
         // V first: with v_from_k it reads the raw K projection.
-        std::vector<float> v(values_[v_raw].size()), k(values_[k_raw].size());
+        // Scratch kept across steps: a fresh multi-MB vector per step costs page faults.
+        std::vector<float>& v = scratch_[0];
+        std::vector<float>& k = scratch_[1];
+        v.resize(values_[v_raw].size());
+        k.resize(values_[k_raw].size());
         cpu::rms_norm(val(v_raw), v.data(), T, cols(v_raw), D, nullptr, a->eps());
         cpu::rms_norm(val(k_raw), k.data(), T, cols(k_raw), D, weight(st, 1), a->eps());
         cpu::rope(k.data(), T, cols(k_raw), batch_->positions.data(), D, a->rotary_pairs(), a->rope_theta());
@@ -251,7 +224,8 @@ class CpuBackend final : public Backend {
         float* hout = val(out(st, 0));
         const float* scalar = weight(st, 1);
         const float* next = weight(st, 2);
-        std::vector<float> normed(size_t(T) * H);
+        std::vector<float>& normed = scratch_[0];
+        normed.resize(size_t(T) * H);
         cpu::rms_norm(x, normed.data(), T, H, H, weight(st, 0), a->eps());
         const float f = scalar ? scalar[0] : 1.0f;
         for (size_t i = 0; i < normed.size(); ++i) hout[i] = (h[i] + normed[i]) * f;
@@ -292,6 +266,7 @@ class CpuBackend final : public Backend {
   std::vector<KvStore> kv_;
   std::vector<std::vector<float>> values_;
   LinearObserver observer_;
+  std::vector<float> scratch_[2];  // step temporaries (see QkNormRopeKvWrite)
   size_t bytes_now_ = 0, peak_ = 0;
 };
 

@@ -3,9 +3,12 @@
 // are checked (STYLE.md: normalised error on random inputs).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
+#include "runtime/cpu/attention.h"
+#include "runtime/cpu/gemm.h"
 #include "runtime/cpu/kernels.h"
 
 using namespace g4c::runtime;
@@ -100,4 +103,129 @@ TEST(CpuKernels, RopeRotatesOnlyTheFirstPairs) {
         EXPECT_NEAR(y[r * cols + h + j], a * c - b * s, 2e-4);
         EXPECT_NEAR(y[r * cols + h + j + D / 2], b * c + a * s, 2e-4);
       }
+}
+
+// ---- the GEMM tiles, attention and vector exp behind the CPU Linear (runtime/cpu/gemm.h,
+// attention.h): shapes that hit every edge of the 6×16 (6×32 with AVX-512) tiling, K past
+// the 256-deep k block, and more rows than one attention query block (64).
+
+TEST(CpuKernels, LinearLargeRaggedShapesMatchFloat64) {
+  cpu::ThreadPool pool(2);
+  for (int rows : {6, 97, 200})
+    for (int N : {45, 100}) {
+      const int K = 300;
+      auto x = random(size_t(rows) * K, 11), w0 = random(size_t(N) * K, 12), w1 = random(size_t(N) * K, 13);
+      auto r = random(size_t(rows) * N, 14);
+      for (Epilogue ep : {Epilogue::None, Epilogue::ResidualAdd, Epilogue::GeluTanhGateUp}) {
+        std::vector<float> y = r;  // ResidualAdd in place (y aliases the residual)
+        cpu::linear(pool, x.data(), rows, K, w0.data(), w1.data(), N, y.data(), y.data(), ep);
+        std::vector<double> ref(size_t(rows) * N);
+        for (int t = 0; t < rows; ++t)
+          for (int n = 0; n < N; ++n) {
+            double a = 0, b = 0;
+            for (int k = 0; k < K; ++k) {
+              a += double(x[t * K + k]) * w0[n * K + k];
+              b += double(x[t * K + k]) * w1[n * K + k];
+            }
+            ref[t * N + n] = ep == Epilogue::None ? a : ep == Epilogue::ResidualAdd ? r[t * N + n] + a : gelu64(a) * b;
+          }
+        // One fp32 FMA chain of 300 N(0,1) products per output: relative error ~√300·6e-8
+        // ≈ 1e-6, nmse ~1e-12; 1e-10 still catches any misplaced tile (nmse ~1).
+        EXPECT_LT(nmse(y, ref), 1e-10) << "rows " << rows << " N " << N << " epilogue " << int(ep);
+      }
+    }
+}
+
+TEST(CpuKernels, GemmTileOnTransposedRowsAccumulatesXtX) {
+  // C += XᵀX with A and B both read straight from X [70, 40] (GPTQ's Hessian); 40 columns
+  // leave a ragged 8-column B panel, 70 rows span one k block.
+  const int rows = 70, n = 40;
+  auto X = random(size_t(rows) * n, 15);
+  auto C0 = random(size_t(n) * n, 16);
+  std::vector<float> C = C0;
+  cpu::gemm_tile({X.data(), 1, n}, cpu::panels_of_rows(X.data(), n), n, n, rows, C.data(), n, /*accumulate=*/true);
+  std::vector<double> ref(size_t(n) * n);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      double s = C0[i * n + j];
+      for (int r = 0; r < rows; ++r) s += double(X[r * n + i]) * X[r * n + j];
+      ref[i * n + j] = s;
+    }
+  EXPECT_LT(nmse(C, ref), 1e-10);  // 70-term fp32 chains: nmse ~1e-13
+}
+
+TEST(CpuKernels, GeluAndExpMatchFloat64) {
+  std::vector<float> g, u;
+  for (float v = -20.f; v <= 12.f; v += 0.01f) {
+    g.push_back(v);
+    u.push_back(1.f + 0.1f * v);
+  }
+  std::vector<float> y(g.size());
+  cpu::gelu_tanh_mul(g.data(), u.data(), y.data(), int64_t(g.size()));
+  for (size_t i = 0; i < g.size(); ++i) {
+    // 0.5x(1 + tanh z) written as x / (1 + e^(−2z)): same function, but float64 tanh
+    // rounds to −1 for z < −18.4 and would make the reference 0 where the value is not.
+    const double x = g[i], z = std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x);
+    const double ref = x / (1 + std::exp(-2 * z)) * double(u[i]);
+    // e^y is as exact as its argument: the ~3 fp32 roundings in y = −2z cost |y|·2⁻²⁴ each
+    // (relative), the exp polynomial and the rest a few ulp: (|2z| + 5)·2e-7 relative;
+    // 1e-30 absolute where e^(−2z) passes fp32's range (the result is then < 1e-30).
+    EXPECT_LE(std::abs(y[i] - ref), (std::abs(2 * z) + 5) * 2e-7 * std::abs(ref) + 1e-30) << "x = " << g[i];
+  }
+  std::vector<float> p;
+  for (float v = -87.f; v <= 0.f; v += 0.37f) p.push_back(v);
+  const std::vector<float> p0 = p;
+  const float shift = -1.5f;
+  const float sum = cpu::exp_shift_sum(p.data(), int64_t(p.size()), shift);
+  double ref_sum = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const double e = std::exp(double(p0[i]) - shift);
+    ref_sum += e;
+    EXPECT_LE(std::abs(p[i] - e), 1e-6 * e) << "x = " << p0[i];
+  }
+  EXPECT_LE(std::abs(sum - ref_sum), 1e-6 * ref_sum);
+}
+
+TEST(CpuKernels, AttentionMatchesFloat64AcrossBlocksWindowsAndCachedKeys) {
+  // Two sequences in one batch: 70 prompt rows at positions 0..69 (two query blocks) and
+  // 3 rows at positions 40..42 of a sequence whose keys 0..39 are already cached.
+  // 4 query heads over 2 KV heads (GQA), head_dim 72 (one 64-wide register block + 8).
+  const int Hq = 4, Hkv = 2, D = 72, max_pos = 80;
+  g4c::runtime::BatchDesc b;
+  std::vector<int32_t> t0(70, 5), t1(3, 5);
+  b.add_sequence(t0.data(), 70, 0, 0, nullptr, false, false);
+  b.add_sequence(t1.data(), 3, 40, 1, nullptr, false, false);
+  const int T = b.num_tokens();
+  auto K = random(size_t(2) * max_pos * Hkv * D, 17), V = random(size_t(2) * max_pos * Hkv * D, 18);
+  auto q = random(size_t(T) * Hq * D, 19);
+  cpu::KvRows kv{K.data(), V.data(), [&](int seq, int pos) { return size_t(seq * max_pos + pos) * Hkv * D; }};
+  cpu::ThreadPool pool(2);
+  for (int window : {0, 16}) {
+    const float scale = 0.125f;
+    std::vector<float> o(size_t(T) * Hq * D);
+    cpu::attention(pool, b, q.data(), o.data(), Hq, Hkv, D, window, scale, kv);
+    std::vector<double> ref(o.size());
+    for (int r = 0; r < T; ++r)
+      for (int h = 0; h < Hq; ++h) {
+        const int seq = b.seq_of_row[r], t = b.positions[r], g = h / (Hq / Hkv);
+        const int lo = window > 0 ? std::max(0, t - window + 1) : 0;
+        std::vector<double> s;
+        double mx = -1e300, sum = 0;
+        for (int j = lo; j <= t; ++j) {
+          double d = 0;
+          for (int e = 0; e < D; ++e) d += double(q[(size_t(r) * Hq + h) * D + e]) * K[kv.index(seq, j) + g * D + e];
+          s.push_back(d * scale);
+          mx = std::max(mx, s.back());
+        }
+        for (double& x : s) sum += (x = std::exp(x - mx));
+        for (int e = 0; e < D; ++e) {
+          double acc = 0;
+          for (int j = lo; j <= t; ++j) acc += s[j - lo] * V[kv.index(seq, j) + g * D + e];
+          ref[(size_t(r) * Hq + h) * D + e] = acc / sum;
+        }
+      }
+    // fp32 dot products of 72 terms and an fp32 softmax: relative errors ~1e-6, nmse
+    // ~1e-12; a wrong window edge or KV head changes outputs by O(1).
+    EXPECT_LT(nmse(o, ref), 1e-10) << "window " << window;
+  }
 }
