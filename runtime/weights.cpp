@@ -49,15 +49,22 @@ std::vector<float> load_one(const plan::fb::Weight& w, const models::Checkpoint&
 
 }  // namespace
 
-std::unique_ptr<WeightStore> WeightStore::load(const plan::Plan& plan, const models::Checkpoint& ckpt, int threads) {
+// Names and shapes of every plan weight; no data yet.
+std::unique_ptr<WeightStore> WeightStore::empty_store(const plan::Plan& plan) {
   auto store = std::make_unique<WeightStore>();
   const auto* ws = plan->weights();
-  const int n = int(ws->size());
-  store->data_.resize(n);
+  store->data_.resize(ws->size());
   for (const auto* w : *ws) {
     store->shapes_.emplace_back(w->shape()->begin(), w->shape()->end());
     store->names_.push_back(w->name()->str());
   }
+  return store;
+}
+
+std::unique_ptr<WeightStore> WeightStore::load(const plan::Plan& plan, const models::Checkpoint& ckpt, int threads) {
+  auto store = empty_store(plan);
+  const auto* ws = plan->weights();
+  const int n = store->size();
   std::vector<std::string> errors(n);
   auto work = [&](int t, int nt) {
     for (int i = t; i < n; i += nt) try {
@@ -83,14 +90,8 @@ std::unique_ptr<WeightStore> WeightStore::load(const plan::Plan& plan, const mod
 
 std::unique_ptr<WeightStore> WeightStore::load_lazy(const plan::Plan& plan,
                                                    std::shared_ptr<const models::Checkpoint> ckpt) {
-  auto store = std::make_unique<WeightStore>();
-  const auto* ws = plan->weights();
-  const int n = int(ws->size());
-  store->data_.resize(n);
-  for (const auto* w : *ws) {
-    store->shapes_.emplace_back(w->shape()->begin(), w->shape()->end());
-    store->names_.push_back(w->name()->str());
-  }
+  auto store = empty_store(plan);
+  const int n = store->size();
   store->lazy_ = true;
   store->plan_ = &plan;
   store->ckpt_ = std::move(ckpt);

@@ -43,6 +43,7 @@ class WeightStore {
   size_t total_bytes() const;
 
  private:
+  static std::unique_ptr<WeightStore> empty_store(const plan::Plan& plan);
   void materialize(int id) const;
 
   mutable std::vector<std::vector<float>> data_;

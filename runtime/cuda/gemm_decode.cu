@@ -9,6 +9,7 @@
 
 #include "runtime/cuda/common.cuh"
 #include "runtime/cuda/gemm_epilogue.cuh"
+#include "runtime/cuda/mbarrier.cuh"
 
 #include <algorithm>
 
@@ -18,23 +19,6 @@ using namespace detail;
 namespace {
 
 // ------------------------------------------------------------------ PTX helpers
-__device__ __forceinline__ void dmbar_init(uint64_t* b, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(b)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void dmbar_expect_tx(uint64_t* b, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(b)), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void dmbar_wait(uint64_t* b, uint32_t parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(smem_u32(b)), "r"(parity)
-        : "memory");
-  } while (!done);
-}
 // Bulk copy global → this CTA's shared memory, completing on mbarrier `b`, L2 policy `pol`.
 __device__ __forceinline__ void bulk_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* b,
                                          uint64_t pol) {
@@ -194,7 +178,7 @@ __global__ void __launch_bounds__(NW * 32, BPS)
       const int lo = max(u0, p * gs), hi = min(u0 + cnt, (p + 1) * gs);
       tiles += (hi - lo) * (p == last_p ? real_last : min(TP, a.ntiles - p * TP));
     }
-    if (lane == 0) dmbar_expect_tx(bar, uint32_t(tiles * (wbytes + 32 + (asym ? 16 : 0))));
+    if (lane == 0) mbar_expect_tx(bar, uint32_t(tiles * (wbytes + 32 + (asym ? 16 : 0))));
     __syncwarp();
     const int kind = lane / (UPS * TP), rem = lane - kind * (UPS * TP);
     const int i = rem / TP, tt = rem - i * TP;
@@ -217,7 +201,7 @@ __global__ void __launch_bounds__(NW * 32, BPS)
   };
 
   if (lane == 0)
-    for (int s = 0; s < NST; ++s) dmbar_init(wbar + s, 1);
+    for (int s = 0; s < NST; ++s) mbar_init(wbar + s, 1);
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   __syncwarp();
 #pragma unroll 1
@@ -304,7 +288,7 @@ __global__ void __launch_bounds__(NW * 32, BPS)
 #pragma unroll 1
     for (int st = 0; st < nst_total; ++st) {
       const int slot = st % NST;
-      dmbar_wait(wbar + slot, uint32_t((st / NST) & 1));
+      mbar_wait(wbar + slot, uint32_t((st / NST) & 1));
       const unsigned char* sw = wring + slot * stage_bytes;
       const int cnt = min(UPS, ub - (ua + st * UPS));
 #pragma unroll 1
@@ -389,7 +373,7 @@ __global__ void __launch_bounds__(NW * 32, BPS)
 #pragma unroll 1
     for (int st = 0; st < nst_total; ++st) {
       const int slot = st % NST;
-      dmbar_wait(wbar + slot, uint32_t((st / NST) & 1));
+      mbar_wait(wbar + slot, uint32_t((st / NST) & 1));
       const unsigned char* sw = wring + slot * stage_bytes;
       const int u0 = ua + st * UPS;
       const int cnt = min(UPS, ub - u0);

@@ -23,32 +23,13 @@
 
 #include "runtime/cuda/common.cuh"
 #include "runtime/cuda/gemm_epilogue.cuh"
+#include "runtime/cuda/mbarrier.cuh"
 #include "runtime/cuda/wgmma.cuh"
 
 namespace g4c::cuda {
 namespace detail {
 namespace {
 
-__device__ __forceinline__ void rs_mbar_init(uint64_t* b, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(b)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void rs_mbar_arrive(uint64_t* b) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(b)) : "memory");
-}
-__device__ __forceinline__ void rs_mbar_expect_tx(uint64_t* b, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(b)), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void rs_mbar_wait(uint64_t* b, uint32_t parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(smem_u32(b)), "r"(parity)
-        : "memory");
-  } while (!done);
-}
 __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int c0, int c1, uint64_t* bar) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
@@ -160,8 +141,8 @@ __global__ void __launch_bounds__(kRsThreads, 1)
   if (tid == 0) {
 #pragma unroll
     for (int s = 0; s < S; ++s) {
-      rs_mbar_init(&full[s], 1);     // the copying thread's arrive.expect_tx (+ the bytes)
-      rs_mbar_init(&empty[s], 256);  // every consumer thread
+      mbar_init(&full[s], 1);     // the copying thread's arrive.expect_tx (+ the bytes)
+      mbar_init(&empty[s], 256);  // every consumer thread
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -175,7 +156,7 @@ __global__ void __launch_bounds__(kRsThreads, 1)
     if (tid == 0) asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmx)) : "memory");
     for (int i = 0; i < nitems; ++i) {
       const int s = i % S;
-      if (i >= S) rs_mbar_wait(&empty[s], uint32_t((i / S) - 1) & 1u);
+      if (i >= S) mbar_wait(&empty[s], uint32_t((i / S) - 1) & 1u);
       unsigned char* base = smem + s * C::kStageAligned;
       const int tile = int(blockIdx.x) + (i / kc_n) * int(gridDim.x);
       const int kc = i % kc_n;
@@ -184,7 +165,7 @@ __global__ void __launch_bounds__(kRsThreads, 1)
       const int nvalid = min(8, ntiles16 - t0);
       if (tid == 0) {
         const uint32_t bytes = uint32_t(C::kX) + uint32_t(nvalid) * (512u + 32u + (w4.zeros ? 16u : 0u));
-        rs_mbar_expect_tx(&full[s], bytes);
+        mbar_expect_tx(&full[s], bytes);
         tma_load_2d(base, &tmx, kc * 64, tok0, &full[s]);
       }
       __syncwarp();
@@ -213,7 +194,7 @@ __global__ void __launch_bounds__(kRsThreads, 1)
   // Waits for item `it`, then dequantizes this thread's fragments of it into `a`.
   auto dq = [&](uint32_t(&a)[16], int it, bool valid) {
     const int s = it % S;
-    rs_mbar_wait(&full[s], uint32_t(it / S) & 1u);
+    mbar_wait(&full[s], uint32_t(it / S) & 1u);
     const unsigned char* base = smem + s * C::kStageAligned;
     const uint4 aw = *reinterpret_cast<const uint4*>(base + C::kX + tl * 512 + lane * 16);
     bf162 s2 = *reinterpret_cast<const bf162*>(base + C::kX + C::kP + (tl * 16 + 2 * g) * 2);
@@ -252,18 +233,18 @@ __global__ void __launch_bounds__(kRsThreads, 1)
     for (int kc = 0; kc < kc_n; kc += 2) {
       mma(a0, item);
       wgmma_wait1();  // group item−1 (registers a1) done
-      if (kc > 0) rs_mbar_arrive(&empty[(item - 1) % S]);
+      if (kc > 0) mbar_arrive(&empty[(item - 1) % S]);
       ++item;
       if (kc + 1 >= kc_n) break;
       dq(a1, item, valid);
       mma(a1, item);
       wgmma_wait1();  // group item−1 (registers a0) done
-      rs_mbar_arrive(&empty[(item - 1) % S]);
+      mbar_arrive(&empty[(item - 1) % S]);
       ++item;
       if (kc + 2 < kc_n) dq(a0, item, valid);
     }
     wgmma_wait0();
-    rs_mbar_arrive(&empty[(item - 1) % S]);
+    mbar_arrive(&empty[(item - 1) % S]);
 
     // Epilogue, as in gemm_sm90_ws.cu: acc[4j..4j+3] = (row g, tok 2t), (g, 2t+1), (g+8, 2t),
     // (g+8, 2t+1) of token block j; lanes g, g^1 swap one value for paired column stores.
