@@ -48,6 +48,7 @@ struct QuantArgs {
   double damp = 0.01;
   int block = 128;
   bool act_order = false;
+  bool true_sequential = false;
   int samples = 128, length = 512;
   int threads = 0;
   bool fake_quant = false;
@@ -142,6 +143,7 @@ void run_quantize(const QuantArgs& a) {
     opt.gptq.damp = a.damp;
     opt.gptq.block_size = a.block;
     opt.gptq.act_order = a.act_order;
+    opt.true_sequential = a.true_sequential;
     opt.threads = threads;
     opt.timings = &timings;
     opt.gram = tools::cpu_gram_update(threads);
@@ -213,7 +215,8 @@ void run_quantize(const QuantArgs& a) {
     qc["block_size"] = a.block;
     qc["act_order"] = a.act_order;
     qc["static_groups"] = a.act_order;
-    qc["true_sequential"] = false;  // all Linears of a layer see that layer's unquantized inputs
+    // false: all Linears of a layer see that layer's unquantized inputs
+    qc["true_sequential"] = a.true_sequential;
     qc["calibration"] = calib_meta;
     qc["timing_seconds"] = {{"observe_forward", timings.observe_forward}, {"hessian", timings.hessian},
                             {"solve", timings.solve}, {"advance_forward", timings.advance_forward}};
@@ -250,6 +253,9 @@ void add_quantize_command(CLI::App& app) {
   cmd->add_option("--damp", a->damp, "GPTQ damping, fraction of mean(diag H)");
   cmd->add_option("--block-size", a->block, "GPTQ column block")->check(CLI::PositiveNumber);
   cmd->add_flag("--act-order", a->act_order, "GPTQ: quantize columns by decreasing diag H (static groups)");
+  cmd->add_flag("--true-sequential", a->true_sequential,
+                "GPTQ: within a layer, observe each input group (q/k/v, o, gate/up, down) with the groups "
+                "before it already quantized");
   cmd->add_option("--calibration-samples", a->samples, "first N calibration texts")->check(CLI::PositiveNumber);
   cmd->add_option("--calibration-length", a->length, "tokens per calibration sample (BOS included)")
       ->check(CLI::PositiveNumber);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "models/error.h"
 #include "runtime/cpu/gemm.h"
@@ -35,11 +36,16 @@ double EngineScorer::score_sequence(std::span<const int32_t> ids, int chunk) {
       const int64_t t = first + r;
       if (t + 1 >= n) break;
       // −log softmax(z)[target] = max + log Σ e^(z − max) − z[target], z already soft-capped.
+      // The exps are fp32; their sum is taken in float64: fp32 running sums drop the many
+      // tiny terms of a peaked distribution and biased the mean NLL by −1.6e-5 (tiny model,
+      // vs a float64 log-softmax; 8-lane fp32 sums still −1.6e-6).
       const float* z = logits + r * V;
       const float mx = *std::max_element(z, z + V);
       std::copy(z, z + V, row.begin());
-      const float sum = runtime::cpu::exp_shift_sum(row.data(), V, mx);
-      nll += double(mx) + std::log(double(sum)) - double(z[ids[size_t(t + 1)]]);
+      runtime::cpu::exp_shift_sum(row.data(), V, mx);
+      double sum = 0.0;
+      for (const float p : row) sum += double(p);
+      nll += double(mx) + std::log(sum) - double(z[ids[size_t(t + 1)]]);
     }
   });
   return nll;
@@ -148,6 +154,16 @@ std::vector<float> EngineCalibrationExecutor::weight(int layer, const std::strin
 
 void EngineCalibrationExecutor::set_weight(int layer, const std::string& linear, std::span<const float> w) {
   engine_->replace_weight(weight_name(layer, linear), w);
+  // Values kept at a cut that a step before it computed with this weight are stale.
+  if (cut_.layer != layer) return;
+  const int id = engine_->weights().find(weight_name(layer, linear));
+  const auto* prog = engine_->plan()->program();
+  for (int s = engine_->plan().layer_steps(layer).first; s < cut_.step; ++s)
+    for (const int wi : *prog->Get(s)->weights())
+      if (wi == id) {
+        cut_ = Cut{};
+        return;
+      }
 }
 
 // The Linear steps of `layer` as observation groups: consecutive Linear steps that read
@@ -172,41 +188,109 @@ std::vector<EngineCalibrationExecutor::Observed> EngineCalibrationExecutor::obse
   return groups;
 }
 
-void EngineCalibrationExecutor::run_layer(int layer, const Observer& observe, bool advance) {
+std::vector<std::vector<std::string>> EngineCalibrationExecutor::input_groups(int layer) const {
+  std::vector<std::vector<std::string>> out;
+  for (Observed& g : observed_steps(layer)) out.push_back(std::move(g.names));
+  return out;
+}
+
+namespace {
+
+// Values that steps [stop, last) read before writing them: what a run resumed at `stop`
+// needs from the steps before it. Empty optional: the cut cannot be resumed (a KV cache
+// written before `stop` is read after it).
+std::optional<std::vector<int>> live_values(const plan::Plan& plan, int first, int stop, int last) {
+  const auto* prog = plan->program();
+  bool kv_before = false;
+  for (int s = first; s < stop; ++s) {
+    const auto k = prog->Get(s)->kernel();
+    kv_before |= k == plan::fb::KernelId::KvWrite || k == plan::fb::KernelId::QkNormRopeKvWrite;
+  }
+  std::vector<int> live, written;
+  for (int s = stop; s < last; ++s) {
+    const auto* st = prog->Get(s);
+    if (kv_before && st->kernel() == plan::fb::KernelId::Attention) return std::nullopt;
+    for (const int v : *st->inputs())
+      if (v >= 0 && std::find(written.begin(), written.end(), v) == written.end() &&
+          std::find(live.begin(), live.end(), v) == live.end())
+        live.push_back(v);
+    for (const int v : *st->outputs()) written.push_back(v);
+  }
+  return live;
+}
+
+}  // namespace
+
+void EngineCalibrationExecutor::keep_cut(int layer, int stop, size_t batch) {
+  runtime::Engine& e = *engine_;
+  const auto [first, last] = e.plan().layer_steps(layer);
+  if (batch == 0) {
+    next_cut_ = Cut{};
+    const auto live = live_values(e.plan(), first, stop, last);
+    if (!live) return;
+    next_cut_ = {layer, stop, *live, {}};
+  }
+  if (next_cut_.step != stop) return;
+  next_cut_.kept.emplace_back();
+  for (const int v : next_cut_.values) {
+    next_cut_.kept.back().emplace_back();
+    e.backend().read_value(v, &next_cut_.kept.back().back());
+  }
+}
+
+void EngineCalibrationExecutor::for_each_batch(int layer, int start, int stop,
+                                               const std::function<void(size_t, size_t)>& after) {
   runtime::Engine& e = *engine_;
   const int64_t H = e.config().hidden_size;
   const int hv = e.plan().find_value("h"), av = e.plan().find_value("a");
+  const int first = e.plan().layer_steps(layer).first, first0 = e.plan().layer_steps(0).first;
+  const bool resume = start != first;
+  if (resume && (cut_.layer != layer || cut_.step != start))
+    throw Error("calibration: internal: no values kept at step " + std::to_string(start));
+  for (size_t s0 = 0, batch = 0; s0 < seqs_.size(); s0 += size_t(batch_), ++batch) {
+    const size_t nb = std::min(seqs_.size() - s0, size_t(batch_));
+    runtime::BatchDesc b;
+    std::vector<runtime::Engine::SequenceKv> kvs(nb);
+    for (size_t i = 0; i < nb; ++i) {
+      kvs[i] = e.open_sequence();
+      e.grow_sequence(kvs[i], int(len_));
+      b.add_sequence(seqs_[s0 + i].data(), int(len_), 0, kvs[i].ring_slot, &kvs[i].blocks, false, false);
+    }
+    const size_t off = s0 * size_t(len_ * H), cnt = nb * size_t(len_ * H);
+    // Size the values for this batch (runs the embedding: no Linear step, so an
+    // observer that is set sees nothing), then restore the state at `start`.
+    e.forward(b, 0, first0);
+    if (resume) {
+      for (size_t k = 0; k < cut_.values.size(); ++k) e.backend().write_value(cut_.values[k], cut_.kept[batch][k]);
+    } else {
+      e.backend().write_value(hv, {h_.data() + off, cnt});
+      if (layer > 0) e.backend().write_value(av, {a_.data() + off, cnt});
+    }
+    e.forward(b, start, stop);
+    after(batch, off);
+    for (auto& kv : kvs) e.close_sequence(kv);
+  }
+}
+
+void EngineCalibrationExecutor::run_layer(int layer, const Observer& observe, bool advance) {
+  runtime::Engine& e = *engine_;
+  const int hv = e.plan().find_value("h"), av = e.plan().find_value("a");
   const auto [first, last] = e.plan().layer_steps(layer);
-  const int first0 = e.plan().layer_steps(0).first;
   const std::vector<Observed> groups = observe ? observed_steps(layer) : std::vector<Observed>{};
   // Observing only: the layer ends at its last Linear's input (down_proj's), read from
   // the value it reads, so that Linear and everything after it are not computed.
   const int stop = observe && !advance && !groups.empty() ? groups.back().step : last;
+  // Advancing right after true-sequential pieces: resume at the last one's cut.
+  const int start = !observe && cut_.layer == layer ? cut_.step : first;
   std::vector<int> leader(size_t(std::max(0, last - first)), -1);  // step -> group index
   for (size_t g = 0; g < groups.size(); ++g) leader[size_t(groups[g].step - first)] = int(g);
+  if (observe)
+    e.backend().set_linear_observer([&, first = first, last = last](int step, const float* x, int rows, int cols) {
+      if (step < first || step >= last || leader[size_t(step - first)] < 0) return;
+      observe(groups[size_t(leader[size_t(step - first)])].names, x, rows, cols);
+    });
   try {
-    for (size_t s0 = 0; s0 < seqs_.size(); s0 += size_t(batch_)) {
-      const size_t nb = std::min(seqs_.size() - s0, size_t(batch_));
-      runtime::BatchDesc b;
-      std::vector<runtime::Engine::SequenceKv> kvs(nb);
-      for (size_t i = 0; i < nb; ++i) {
-        kvs[i] = e.open_sequence();
-        e.grow_sequence(kvs[i], int(len_));
-        b.add_sequence(seqs_[s0 + i].data(), int(len_), 0, kvs[i].ring_slot, &kvs[i].blocks, false, false);
-      }
-      const size_t off = s0 * size_t(len_ * H), cnt = nb * size_t(len_ * H);
-      // Size the values for this batch (runs the embedding), then restore the boundary.
-      e.backend().set_linear_observer({});
-      e.forward(b, 0, first0);
-      if (observe) {
-        e.backend().set_linear_observer([&](int step, const float* x, int rows, int cols) {
-          if (step < first || step >= last || leader[size_t(step - first)] < 0) return;
-          observe(groups[size_t(leader[size_t(step - first)])].names, x, rows, cols);
-        });
-      }
-      e.backend().write_value(hv, {h_.data() + off, cnt});
-      if (layer > 0) e.backend().write_value(av, {a_.data() + off, cnt});
-      e.forward(b, first, stop);
+    for_each_batch(layer, start, stop, [&](size_t, size_t off) {
       std::vector<float>& out = scratch_;  // reused: a fresh vector per batch costs page faults
       if (stop < last) {
         const int rows = e.backend().read_value(groups.back().input, &out);
@@ -220,13 +304,38 @@ void EngineCalibrationExecutor::run_layer(int layer, const Observer& observe, bo
           std::copy(out.begin(), out.end(), a_.begin() + int64_t(off));
         }
       }
-      for (auto& kv : kvs) e.close_sequence(kv);
-    }
+    });
   } catch (...) {
     e.backend().set_linear_observer({});
+    cut_ = Cut{};
     throw;
   }
   e.backend().set_linear_observer({});
+  cut_ = Cut{};
+}
+
+void EngineCalibrationExecutor::observe_group(int layer, int group, const Observer& observe) {
+  const std::vector<Observed> groups = observed_steps(layer);
+  if (group < 0 || size_t(group) >= groups.size())
+    throw Error("calibration: layer " + std::to_string(layer) + " has no input group " + std::to_string(group));
+  const Observed& g = groups[size_t(group)];
+  const int first = engine_->plan().layer_steps(layer).first;
+  // Resume at the previous piece's cut when it lies before this one; else from the layer start.
+  const int start = cut_.layer == layer && cut_.step >= first && cut_.step <= g.step ? cut_.step : first;
+  try {
+    // Stop before the group's first Linear, read the value it would read, keep the cut.
+    for_each_batch(layer, start, g.step, [&](size_t batch, size_t) {
+      const int rows = engine_->backend().read_value(g.input, &scratch_);
+      observe(g.names, scratch_.data(), rows, int64_t(scratch_.size()) / std::max(1, rows));
+      keep_cut(layer, g.step, batch);
+    });
+  } catch (...) {
+    cut_ = next_cut_ = Cut{};
+    throw;
+  }
+  cut_ = std::move(next_cut_);
+  next_cut_ = Cut{};
+  if (cut_.step < 0) cut_ = Cut{};
 }
 
 }  // namespace g4c::tools

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -43,6 +44,10 @@ quant::GramUpdate cpu_gram_update(int threads);
 // over one layer's step range at a time, batch by batch, with the boundary values "h"
 // and "a" of every sequence kept between layers; the backend's Linear observer reports
 // Linear inputs, Engine::replace_weight installs the quantized weights.
+//
+// True-sequential GPTQ (observe_group 0, 1, …, then run_layer(advance)) resumes each
+// piece where the previous one stopped: the values live across that cut are kept per
+// batch, so the layer is computed once, each part with the weights before it quantized.
 class EngineCalibrationExecutor : public quant::CalibrationExecutor {
  public:
   EngineCalibrationExecutor(const std::filesystem::path& dir, const std::vector<std::vector<int32_t>>& sequences,
@@ -51,6 +56,8 @@ class EngineCalibrationExecutor : public quant::CalibrationExecutor {
   int num_layers() const override;
   std::vector<quant::LinearInfo> linears(int layer) const override;
   void run_layer(int layer, const Observer& observe, bool advance) override;
+  std::vector<std::vector<std::string>> input_groups(int layer) const override;
+  void observe_group(int layer, int group, const Observer& observe) override;
   std::vector<float> weight(int layer, const std::string& linear) const override;
   void set_weight(int layer, const std::string& linear, std::span<const float> w) override;
 
@@ -61,6 +68,22 @@ class EngineCalibrationExecutor : public quant::CalibrationExecutor {
     std::vector<std::string> names;
   };
   std::vector<Observed> observed_steps(int layer) const;
+  // Runs every calibration batch through steps [start, stop) of `layer` — from the
+  // layer-boundary values when start is the layer's first step, else from the values
+  // kept at the cut `start` — then calls after(batch index, offset into h_/a_).
+  void for_each_batch(int layer, int start, int stop, const std::function<void(size_t, size_t)>& after);
+  // Keeps, for batch `batch`, the values read in [stop, end of layer) before being written
+  // there (the state a later piece resumes from).
+  void keep_cut(int layer, int stop, size_t batch);
+
+  // Where the last observe_group stopped (-1: nowhere to resume from) and, per batch, the
+  // values live across that step.
+  struct Cut {
+    int layer = -1, step = -1;
+    std::vector<int> values;
+    std::vector<std::vector<std::vector<float>>> kept;  // [batch][value]
+  };
+  Cut cut_, next_cut_;
 
   std::unique_ptr<runtime::Engine> engine_;
   std::vector<std::vector<int32_t>> seqs_;

@@ -1,5 +1,6 @@
 #include "passes/quant/calibration.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -8,68 +9,71 @@
 
 namespace g4c::quant {
 
-std::vector<LinearReport> gptq_layer(CalibrationExecutor& exec, int layer, const std::vector<LinearInfo>& which,
-                                     const GptqDriverOptions& opt) {
-  auto t0 = std::chrono::steady_clock::now();
+namespace {
+
+using clock = std::chrono::steady_clock;
+double secs(clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+std::string layer_str(int layer) { return "gptq: layer " + std::to_string(layer) + " "; }
+
+void check_which(const CalibrationExecutor& exec, int layer, const std::vector<LinearInfo>& which) {
   const std::vector<LinearInfo> infos = exec.linears(layer);
   for (const LinearInfo& w : which) {
-    bool found = false;
-    for (const LinearInfo& li : infos)
-      if (li.name == w.name) {
-        found = true;
-        if (li.out != w.out || li.in != w.in)
-          throw Error("gptq: layer " + std::to_string(layer) + " " + w.name + " is [" + std::to_string(w.out) + ", " +
-                      std::to_string(w.in) + "] in the graph but [" + std::to_string(li.out) + ", " +
-                      std::to_string(li.in) + "] in the executor");
-      }
-    if (!found) throw Error("gptq: layer " + std::to_string(layer) + " has no Linear " + w.name + " in the executor");
+    auto li = std::find_if(infos.begin(), infos.end(), [&](const LinearInfo& i) { return i.name == w.name; });
+    if (li == infos.end()) throw Error(layer_str(layer) + "has no Linear " + w.name + " in the executor");
+    if (li->out != w.out || li->in != w.in)
+      throw Error(layer_str(layer) + w.name + " is [" + std::to_string(w.out) + ", " + std::to_string(w.in) +
+                  "] in the graph but [" + std::to_string(li->out) + ", " + std::to_string(li->in) +
+                  "] in the executor");
   }
-  // One accumulator per distinct input; linear name -> accumulator.
+}
+
+// Hessians of one observation (one accumulator per distinct input), keyed by Linear name.
+struct Observation {
   std::vector<std::unique_ptr<HessianAccumulator>> accs;
   std::map<std::string, HessianAccumulator*> by_linear;
   std::map<std::string, HessianAccumulator*> by_group;  // key: first linear of the group
-  using clock = std::chrono::steady_clock;
-  auto secs = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
-  GptqTimings tm;
-  const auto t_observe = clock::now();
-  exec.run_layer(
-      layer,
-      [&](const std::vector<std::string>& names, const float* x, int64_t rows, int64_t in) {
-        if (names.empty()) return;
-        HessianAccumulator*& acc = by_group[names.front()];
-        if (!acc) {
-          accs.push_back(std::make_unique<HessianAccumulator>(in));
-          acc = accs.back().get();
-          for (const auto& nm : names) by_linear[nm] = acc;
-        }
-        if (acc->n() != in)
-          throw Error("gptq: layer " + std::to_string(layer) + " " + names.front() + " input width changed from " +
-                      std::to_string(acc->n()) + " to " + std::to_string(in));
-        const auto t_h = clock::now();
-        acc->add(x, rows, in, opt.threads, opt.gram);
-        tm.hessian += secs(t_h, clock::now());
-      },
-      /*advance=*/false);
-  tm.observe_forward = secs(t_observe, clock::now()) - tm.hessian;
-  std::vector<LinearReport> reports;
+
+  CalibrationExecutor::Observer observer(int layer, const GptqDriverOptions& opt, GptqTimings& tm) {
+    return [this, layer, &opt, &tm](const std::vector<std::string>& names, const float* x, int64_t rows, int64_t in) {
+      if (names.empty()) return;
+      HessianAccumulator*& acc = by_group[names.front()];
+      if (!acc) {
+        accs.push_back(std::make_unique<HessianAccumulator>(in));
+        acc = accs.back().get();
+        for (const auto& nm : names) by_linear[nm] = acc;
+      }
+      if (acc->n() != in)
+        throw Error(layer_str(layer) + names.front() + " input width changed from " + std::to_string(acc->n()) +
+                    " to " + std::to_string(in));
+      const auto t_h = clock::now();
+      acc->add(x, rows, in, opt.threads, opt.gram);
+      tm.hessian += secs(t_h, clock::now());
+    };
+  }
+};
+
+// GPTQ of the Linears `lins` from the Hessians of `obs`; writes the fake-quantized
+// weights back into the executor and appends the reports.
+void quantize_observed(CalibrationExecutor& exec, int layer, const std::vector<LinearInfo>& lins,
+                       const Observation& obs, const GptqDriverOptions& opt, GptqTimings& tm,
+                       std::vector<LinearReport>& reports) {
   std::map<const HessianAccumulator*, PreparedHessian> prepared;  // shared by Linears of one input
-  for (const LinearInfo& li : which) {
-    auto it = by_linear.find(li.name);
-    if (it == by_linear.end())
-      throw Error("gptq: layer " + std::to_string(layer) + " " + li.name + " saw no calibration input");
+  for (const LinearInfo& li : lins) {
+    auto it = obs.by_linear.find(li.name);
+    if (it == obs.by_linear.end()) throw Error(layer_str(layer) + li.name + " saw no calibration input");
     const HessianAccumulator& acc = *it->second;
     if (acc.n() != li.in)
-      throw Error("gptq: layer " + std::to_string(layer) + " " + li.name + " has in_features " +
-                  std::to_string(li.in) + " but its observed input has width " + std::to_string(acc.n()));
+      throw Error(layer_str(layer) + li.name + " has in_features " + std::to_string(li.in) +
+                  " but its observed input has width " + std::to_string(acc.n()));
     std::vector<float> w = exec.weight(layer, li.name);
-    auto t_lin = std::chrono::steady_clock::now();
+    const auto t_lin = clock::now();
     auto pit = prepared.find(&acc);
     if (pit == prepared.end()) pit = prepared.emplace(&acc, prepare_hessian(acc.hessian(), acc.n(), opt.gptq)).first;
     GptqResult r = gptq_quantize(w.data(), li.out, li.in, pit->second, opt.gptq);
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_lin).count();
+    r.seconds = secs(t_lin, clock::now());
     tm.solve += r.seconds;
-    std::vector<float> deq = r.q.dequantized();
-    exec.set_weight(layer, li.name, deq);
+    exec.set_weight(layer, li.name, r.q.dequantized());
     LinearReport rep;
     rep.layer = layer;
     rep.name = li.name;
@@ -82,6 +86,46 @@ std::vector<LinearReport> gptq_layer(CalibrationExecutor& exec, int layer, const
     if (opt.on_linear) opt.on_linear(rep, r.q);
     reports.push_back(rep);
   }
+}
+
+}  // namespace
+
+std::vector<LinearReport> gptq_layer(CalibrationExecutor& exec, int layer, const std::vector<LinearInfo>& which,
+                                     const GptqDriverOptions& opt) {
+  const auto t0 = clock::now();
+  check_which(exec, layer, which);
+  GptqTimings tm;
+  std::vector<LinearReport> reports;
+  if (!opt.true_sequential) {
+    // One observing pass: every Linear sees the layer's unquantized inputs.
+    Observation obs;
+    const auto t_observe = clock::now();
+    const double h0 = tm.hessian;
+    exec.run_layer(layer, obs.observer(layer, opt, tm), /*advance=*/false);
+    tm.observe_forward += secs(t_observe, clock::now()) - (tm.hessian - h0);
+    quantize_observed(exec, layer, which, obs, opt, tm, reports);
+  } else {
+    // One observing pass per input group, the groups before it already quantized.
+    std::vector<bool> done(which.size(), false);
+    const std::vector<std::vector<std::string>> groups = exec.input_groups(layer);
+    for (size_t g = 0; g < groups.size(); ++g) {
+      std::vector<LinearInfo> lins;
+      for (size_t i = 0; i < which.size(); ++i)
+        if (std::find(groups[g].begin(), groups[g].end(), which[i].name) != groups[g].end()) {
+          lins.push_back(which[i]);
+          done[i] = true;
+        }
+      if (lins.empty()) continue;
+      Observation obs;
+      const auto t_observe = clock::now();
+      const double h0 = tm.hessian;
+      exec.observe_group(layer, int(g), obs.observer(layer, opt, tm));
+      tm.observe_forward += secs(t_observe, clock::now()) - (tm.hessian - h0);
+      quantize_observed(exec, layer, lins, obs, opt, tm, reports);
+    }
+    for (size_t i = 0; i < which.size(); ++i)
+      if (!done[i]) throw Error(layer_str(layer) + which[i].name + " is in no input group of the executor");
+  }
   const auto t_advance = clock::now();
   exec.run_layer(layer, {}, /*advance=*/true);
   tm.advance_forward = secs(t_advance, clock::now());
@@ -91,7 +135,7 @@ std::vector<LinearReport> gptq_layer(CalibrationExecutor& exec, int layer, const
     opt.timings->solve += tm.solve;
     opt.timings->advance_forward += tm.advance_forward;
   }
-  if (opt.on_layer) opt.on_layer(layer, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (opt.on_layer) opt.on_layer(layer, secs(t0, clock::now()));
   return reports;
 }
 

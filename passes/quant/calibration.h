@@ -33,6 +33,15 @@ class CalibrationExecutor {
   // layers). `observe` may be empty. With `advance`, the outputs become the inputs
   // of layer + 1.
   virtual void run_layer(int layer, const Observer& observe, bool advance) = 0;
+  // The Linears of `layer` grouped by the input they read, in execution order (q/k/v;
+  // o; gate/up; down): what true-sequential GPTQ quantizes one group at a time.
+  virtual std::vector<std::vector<std::string>> input_groups(int layer) const = 0;
+  // Runs `layer` with its current weights (earlier groups possibly quantized already)
+  // up to the input of input_groups(layer)[group], reports that input (possibly in
+  // several calls), and stops there. Never advances. Called for groups 0, 1, … in order
+  // and followed by run_layer(layer, {}, true), an executor may resume each piece where
+  // the previous one stopped instead of starting from the layer's input.
+  virtual void observe_group(int layer, int group, const Observer& observe) = 0;
   virtual std::vector<float> weight(int layer, const std::string& linear) const = 0;  // [out, in]
   virtual void set_weight(int layer, const std::string& linear, std::span<const float> w) = 0;
 };
@@ -57,6 +66,10 @@ struct GptqTimings {
 
 struct GptqDriverOptions {
   GptqOptions gptq;
+  // Within a layer, quantize the input groups in order (q/k/v, then o, gate/up, down),
+  // each observed through the layer with the groups before it already quantized (as
+  // AutoGPTQ's true_sequential). Off: every Linear sees the layer's unquantized inputs.
+  bool true_sequential = false;
   GptqTimings* timings = nullptr;  // accumulated into when set
   int threads = 1;  // for the Hessian accumulation
   GramUpdate gram;  // the Hessian's XᵀX kernel; empty: sgemm_acc on `threads` threads
@@ -66,9 +79,9 @@ struct GptqDriverOptions {
 };
 
 // Sequential GPTQ: for each layer, observe the inputs of its Linears (earlier layers
-// already quantized), accumulate H = 2XᵀX per distinct input, quantize every Linear,
-// write the fake-quantized weights back, then advance the activations through the
-// quantized layer.
+// already quantized; with true_sequential also the earlier groups of the same layer),
+// accumulate H = 2XᵀX per distinct input, quantize every Linear, write the
+// fake-quantized weights back, then advance the activations through the quantized layer.
 void run_gptq(CalibrationExecutor& exec, const GptqDriverOptions& opt);
 
 // One layer of run_gptq, restricted to the Linears `which` (the graph-level g4-gptq

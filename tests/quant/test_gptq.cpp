@@ -289,6 +289,11 @@ class LinearChain : public CalibrationExecutor {
       : act_(std::move(x)), rows_(rows), n_(n), w_(std::move(w)) {}
   int num_layers() const override { return int(w_.size()); }
   std::vector<LinearInfo> linears(int) const override { return {{"proj", n_, n_}}; }
+  std::vector<std::vector<std::string>> input_groups(int) const override { return {{"proj"}}; }
+  void observe_group(int layer, int group, const Observer& observe) override {
+    ASSERT_EQ(group, 0);
+    run_layer(layer, observe, false);
+  }
   void run_layer(int layer, const Observer& observe, bool advance) override {
     if (observe) observe({"proj"}, act_.data(), rows_, n_);
     if (advance) {
@@ -309,6 +314,44 @@ class LinearChain : public CalibrationExecutor {
   std::vector<float> act_;
   int64_t rows_, n_;
   std::vector<std::vector<float>> w_;
+};
+
+// Y = X·Wᵀ in float64, rounded to fp32.
+std::vector<float> matmul_t(const std::vector<float>& X, int64_t rows, int64_t n, const std::vector<float>& W) {
+  std::vector<float> y(size_t(rows * n));
+  for (int64_t t = 0; t < rows; ++t)
+    for (int64_t o = 0; o < n; ++o) {
+      double s = 0.0;
+      for (int64_t j = 0; j < n; ++j) s += double(X[t * n + j]) * W[o * n + j];
+      y[t * n + o] = float(s);
+    }
+  return y;
+}
+
+// One layer of two Linears fed one after the other (x → x·Waᵀ → ·Wbᵀ), two input groups.
+class TwoLinearLayer : public CalibrationExecutor {
+ public:
+  TwoLinearLayer(std::vector<float> x, int64_t rows, int64_t n, std::vector<float> wa, std::vector<float> wb)
+      : x_(std::move(x)), rows_(rows), n_(n), w_{{"a", std::move(wa)}, {"b", std::move(wb)}} {}
+  int num_layers() const override { return 1; }
+  std::vector<LinearInfo> linears(int) const override { return {{"a", n_, n_}, {"b", n_, n_}}; }
+  std::vector<std::vector<std::string>> input_groups(int) const override { return {{"a"}, {"b"}}; }
+  void observe_group(int, int group, const Observer& observe) override {
+    ++group_passes;
+    if (group == 0) observe({"a"}, x_.data(), rows_, n_);
+    if (group == 1) observe({"b"}, matmul_t(x_, rows_, n_, w_.at("a")).data(), rows_, n_);
+  }
+  void run_layer(int, const Observer& observe, bool) override {
+    if (!observe) return;
+    observe({"a"}, x_.data(), rows_, n_);
+    observe({"b"}, matmul_t(x_, rows_, n_, w_.at("a")).data(), rows_, n_);
+  }
+  std::vector<float> weight(int, const std::string& l) const override { return w_.at(l); }
+  void set_weight(int, const std::string& l, std::span<const float> w) override { w_[l].assign(w.begin(), w.end()); }
+  std::vector<float> x_;
+  int64_t rows_, n_;
+  std::map<std::string, std::vector<float>> w_;
+  int group_passes = 0;
 };
 
 TEST(QuantGptq, DriverIsSequentialThroughQuantizedLayers) {
@@ -339,4 +382,41 @@ TEST(QuantGptq, DriverIsSequentialThroughQuantizedLayers) {
   GptqResult r1 = gptq_quantize(b.W.data(), 64, 64, h1.hessian(), opt.gptq);
   EXPECT_EQ(qs[1].codes, r1.q.codes);
   EXPECT_EQ(chain.w_[1], r1.q.dequantized());  // the fake-quantized weights were written back
+}
+
+// true_sequential: the second Linear's Hessian comes from the output of the already
+// QUANTIZED first Linear of the same layer; without it, from the original one.
+TEST(QuantGptq, TrueSequentialObservesQuantizedEarlierGroups) {
+  Layer a = make_layer(256, 64, 64, 31), b = make_layer(8, 64, 64, 32);
+  for (auto& v : a.W) v *= 8.f;
+  GptqOptions g{{32, true}, 0.01, 128, false};
+  auto run = [&](bool true_seq, int* passes) {
+    GptqDriverOptions opt;
+    opt.gptq = g;
+    opt.true_sequential = true_seq;
+    std::map<std::string, std::vector<uint8_t>> codes;
+    opt.on_linear = [&](const LinearReport& r, const QuantizedLinear& q) { codes[r.name] = q.codes; };
+    TwoLinearLayer layer(a.X, 256, 64, a.W, b.W);
+    run_gptq(layer, opt);
+    *passes = layer.group_passes;
+    return codes;
+  };
+  int passes_seq = 0, passes_plain = 0;
+  auto seq = run(true, &passes_seq), plain = run(false, &passes_plain);
+  EXPECT_EQ(passes_seq, 2);
+  EXPECT_EQ(passes_plain, 0);
+  // By hand: a on X; b on X·Qaᵀ (true-sequential) or X·Waᵀ (plain).
+  HessianAccumulator ha(64);
+  ha.add(a.X.data(), 256, 64);
+  GptqResult ra = gptq_quantize(a.W.data(), 64, 64, ha.hessian(), g);
+  EXPECT_EQ(seq.at("a"), ra.q.codes);
+  EXPECT_EQ(plain.at("a"), ra.q.codes);
+  for (bool quantized_a : {true, false}) {
+    const std::vector<float> y = matmul_t(a.X, 256, 64, quantized_a ? ra.q.dequantized() : a.W);
+    HessianAccumulator hb(64);
+    hb.add(y.data(), 256, 64);
+    GptqResult rb = gptq_quantize(b.W.data(), 64, 64, hb.hessian(), g);
+    EXPECT_EQ((quantized_a ? seq : plain).at("b"), rb.q.codes) << "quantized_a=" << quantized_a;
+  }
+  EXPECT_NE(seq.at("b"), plain.at("b"));  // the two orders must differ on this input
 }
