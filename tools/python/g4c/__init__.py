@@ -195,7 +195,7 @@ def compile(model_dir, budget="9984MiB", emulate=None, dump_dir=None, output=Non
 
 
 def quantize(model_dir, output, method="gptq", calibration=None, group_size=128, symmetric=True,
-             damp=0.01, block_size=128, act_order=False, calibration_samples=128,
+             damp=0.01, block_size=128, act_order=False, true_sequential=False, calibration_samples=128,
              calibration_length=512, threads=0, fake_quant=False, progress=False):
     """INT4-quantizes a BF16 checkpoint into ``output`` (`g4c quantize`); returns the
     written quantization_config.json as a dict.
@@ -203,7 +203,7 @@ def quantize(model_dir, output, method="gptq", calibration=None, group_size=128,
     Runs the g4c CLI (its quantization code lives in the CLI, tools/cmd_quantize.cpp);
     arguments mirror its options: method "rtn" | "gptq", calibration (jsonl, for gptq),
     group_size 64 | 128, symmetric (else --asymmetric), damp, block_size, act_order,
-    calibration_samples, calibration_length, threads (0: all cores), fake_quant.
+    true_sequential, calibration_samples, calibration_length, threads (0: all cores), fake_quant.
 
     >>> import tempfile
     >>> qc = g4c.quantize(MODEL, tempfile.mkdtemp() + "/q", method="rtn", threads=2)
@@ -224,6 +224,8 @@ def quantize(model_dir, output, method="gptq", calibration=None, group_size=128,
         args += ["--calibration", os.fspath(calibration)]
     if act_order:
         args.append("--act-order")
+    if true_sequential:
+        args.append("--true-sequential")
     if threads:
         args += ["--threads", int(threads)]
     if fake_quant:

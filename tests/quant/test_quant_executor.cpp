@@ -1,0 +1,107 @@
+// tools/quant_executor's calibration executor on models/gemma4-tiny: true-sequential
+// pieces resumed at the previous piece's cut must see exactly what the same pieces see
+// when recomputed from the layer's input (a fresh executor keeps no cut to resume from).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <random>
+
+#include "tools/quant_executor.h"
+
+using namespace g4c;
+
+namespace {
+
+std::filesystem::path tiny() {
+  const char* src = std::getenv("G4C_SOURCE_DIR");
+  return std::filesystem::path(src ? src : ".") / "models" / "gemma4-tiny";
+}
+
+// Three calibration sequences of 96 tokens (BOS + pseudo-random ids; 3 > the batch of 2,
+// so a cut is kept for more than one batch).
+std::vector<std::vector<int32_t>> sequences() {
+  std::mt19937 rng(5);
+  std::vector<std::vector<int32_t>> s(3, std::vector<int32_t>(96));
+  for (auto& q : s) {
+    q[0] = 2;
+    for (size_t i = 1; i < q.size(); ++i) q[i] = int32_t(10 + rng() % 8000);
+  }
+  return s;
+}
+
+// What an observer saw: Linear group name → concatenated inputs.
+using Seen = std::map<std::string, std::vector<float>>;
+quant::CalibrationExecutor::Observer recorder(Seen& seen) {
+  return [&seen](const std::vector<std::string>& names, const float* x, int64_t rows, int64_t in) {
+    auto& v = seen[names.front()];
+    v.insert(v.end(), x, x + rows * in);
+  };
+}
+
+// A perturbation standing in for quantization: changes every output of the Linear.
+std::vector<float> perturbed(const std::vector<float>& w) {
+  std::vector<float> o(w);
+  for (size_t i = 0; i < o.size(); ++i) o[i] *= (i % 3 == 0) ? 0.5f : 1.25f;
+  return o;
+}
+
+}  // namespace
+
+TEST(QuantExecutor, ResumedPiecesEqualPiecesFromTheLayerStart) {
+  const auto seqs = sequences();
+  const int layer = 1;  // a layer > 0: its input comes through the "h"/"a" boundary
+  tools::EngineCalibrationExecutor resumed(tiny(), seqs, 96, 2, /*batch_sequences=*/2);
+  resumed.run_layer(0, {}, true);
+  const auto groups = resumed.input_groups(layer);
+  ASSERT_EQ(groups.size(), 4u);  // q/k/v, o, gate/up, down
+  EXPECT_EQ(groups[0], (std::vector<std::string>{"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}));
+  EXPECT_EQ(groups[3], (std::vector<std::string>{"mlp.down_proj"}));
+  for (size_t g = 0; g < groups.size(); ++g) {
+    Seen a, b;
+    resumed.observe_group(layer, int(g), recorder(a));
+    // The same piece from the layer start: a fresh executor, the same weights changed.
+    tools::EngineCalibrationExecutor fresh(tiny(), seqs, 96, 2, 2);
+    fresh.run_layer(0, {}, true);
+    for (size_t e = 0; e < g; ++e)
+      for (const auto& n : groups[e]) fresh.set_weight(layer, n, perturbed(fresh.weight(layer, n)));
+    fresh.observe_group(layer, int(g), recorder(b));
+    ASSERT_EQ(a.size(), 1u);
+    ASSERT_EQ(b.count(a.begin()->first), 1u);
+    int64_t width = 0;
+    for (const auto& li : fresh.linears(layer))
+      if (li.name == groups[g][0]) width = li.in;
+    EXPECT_EQ(a.begin()->second.size(), size_t(3 * 96 * width)) << "rows × in_features of group " << g;
+    EXPECT_TRUE(a.begin()->second == b.begin()->second) << "group " << g << " differs after resuming";
+    // "Quantize" this group before the next piece, as GPTQ does.
+    for (const auto& n : groups[g]) resumed.set_weight(layer, n, perturbed(resumed.weight(layer, n)));
+  }
+  // Advancing resumes at the last cut: the layer output equals a from-start advance.
+  resumed.run_layer(layer, {}, true);
+  tools::EngineCalibrationExecutor fresh(tiny(), seqs, 96, 2, 2);
+  fresh.run_layer(0, {}, true);
+  for (const auto& grp : groups)
+    for (const auto& n : grp) fresh.set_weight(layer, n, perturbed(fresh.weight(layer, n)));
+  fresh.run_layer(layer, {}, true);
+  Seen ra, rb;
+  resumed.observe_group(layer + 1, 0, recorder(ra));
+  fresh.observe_group(layer + 1, 0, recorder(rb));
+  EXPECT_TRUE(ra.begin()->second == rb.begin()->second);
+}
+
+// Changing a weight the kept cut was computed with drops the cut: the next piece then
+// starts from the layer's input and sees the change.
+TEST(QuantExecutor, ChangingAWeightBeforeTheCutRecomputes) {
+  const auto seqs = sequences();
+  tools::EngineCalibrationExecutor e(tiny(), seqs, 96, 2, 2);
+  Seen before, after, want;
+  e.observe_group(0, 1, recorder(before));  // o_proj's input, cut kept there
+  e.set_weight(0, "self_attn.v_proj", perturbed(e.weight(0, "self_attn.v_proj")));
+  e.observe_group(0, 1, recorder(after));
+  tools::EngineCalibrationExecutor f(tiny(), seqs, 96, 2, 2);
+  f.set_weight(0, "self_attn.v_proj", perturbed(f.weight(0, "self_attn.v_proj")));
+  f.observe_group(0, 1, recorder(want));
+  EXPECT_FALSE(before.begin()->second == after.begin()->second);
+  EXPECT_TRUE(after.begin()->second == want.begin()->second);
+}
