@@ -145,6 +145,7 @@ void run_quantize(const QuantArgs& a) {
     opt.gptq.act_order = a.act_order;
     opt.true_sequential = a.true_sequential;
     opt.threads = threads;
+    opt.gptq.threads = threads;
     opt.timings = &timings;
     opt.gram = tools::cpu_gram_update(threads);
     Progress bar("gptq " + std::to_string(cfg.num_layers) + " layers (" + std::to_string(seqs.size()) + "×" +

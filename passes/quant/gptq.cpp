@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 #include <string>
+#include <thread>
 
 #include "models/error.h"
 #include "passes/quant/linalg.h"
@@ -134,43 +135,58 @@ GptqResult gptq_quantize(const float* W, int64_t out, int64_t in, const Prepared
     Wd.swap(Wp);
   }
 
+  // Output rows are independent given Hinv (GPTQ couples columns, never rows), so they
+  // are solved in ranges on `threads` threads; each row's loss is kept and summed in row
+  // order, so codes and objective do not depend on the thread count.
   const int64_t B = opt.block_size;
-  std::vector<double> E(size_t(out * B));
-  double loss = 0.0;
-  for (int64_t i1 = 0; i1 < n; i1 += B) {
-    const int64_t i2 = std::min(i1 + B, n), bw = i2 - i1;
-    for (int64_t i = i1; i < i2; ++i) {
-      const int64_t col = perm[i];
-      if (!opt.act_order && i % G == 0) {
-        for (int64_t o = 0; o < out; ++o)
-          set_params(o, i / G, group_params(Wd.data() + o * n + i, std::min(G, n - i), 1, q.symmetric));
+  std::vector<double> row_loss(static_cast<size_t>(out), 0.0);
+  auto solve_rows = [&](int64_t o0, int64_t o1) {
+    std::vector<double> E(size_t((o1 - o0) * B));
+    for (int64_t i1 = 0; i1 < n; i1 += B) {
+      const int64_t i2 = std::min(i1 + B, n), bw = i2 - i1;
+      for (int64_t i = i1; i < i2; ++i) {
+        const int64_t col = perm[i];
+        if (!opt.act_order && i % G == 0) {
+          for (int64_t o = o0; o < o1; ++o)
+            set_params(o, i / G, group_params(Wd.data() + o * n + i, std::min(G, n - i), 1, q.symmetric));
+        }
+        const double d = Hinv[i * n + i];
+        const double* hrow = Hinv.data() + i * n;
+        for (int64_t o = o0; o < o1; ++o) {
+          double* wrow = Wd.data() + o * n;
+          const GroupParams p = q.params(o, col / G);
+          const float w = float(wrow[i]);
+          const int code = quantize_code(w, p);
+          q.codes[o * q.padded_in + col] = uint8_t(code);
+          const double err = double(w) - double(dequantize_code(code, p));
+          const double e = err / d;
+          row_loss[size_t(o)] += err * err / (d * d) / 2.0;
+          for (int64_t j = i + 1; j < i2; ++j) wrow[j] -= e * hrow[j];
+          E[(o - o0) * B + (i - i1)] = e;
+        }
       }
-      const double d = Hinv[i * n + i];
-      const double* hrow = Hinv.data() + i * n;
-      for (int64_t o = 0; o < out; ++o) {
-        double* wrow = Wd.data() + o * n;
-        const GroupParams p = q.params(o, col / G);
-        const float w = float(wrow[i]);
-        const int code = quantize_code(w, p);
-        q.codes[o * q.padded_in + col] = uint8_t(code);
-        const double err = double(w) - double(dequantize_code(code, p));
-        const double e = err / d;
-        loss += err * err / (d * d) / 2.0;
-        for (int64_t j = i + 1; j < i2; ++j) wrow[j] -= e * hrow[j];
-        E[o * B + (i - i1)] = e;
-      }
-    }
-    if (i2 < n) {
-      for (int64_t o = 0; o < out; ++o) {
-        double* wrow = Wd.data() + o * n + i2;
-        for (int64_t k = 0; k < bw; ++k) {
-          const double e = E[o * B + k];
-          const double* hrow = Hinv.data() + (i1 + k) * n + i2;
-          for (int64_t j = 0; j < n - i2; ++j) wrow[j] -= e * hrow[j];
+      if (i2 < n) {
+        for (int64_t o = o0; o < o1; ++o) {
+          double* wrow = Wd.data() + o * n + i2;
+          for (int64_t k = 0; k < bw; ++k) {
+            const double e = E[(o - o0) * B + k];
+            const double* hrow = Hinv.data() + (i1 + k) * n + i2;
+            for (int64_t j = 0; j < n - i2; ++j) wrow[j] -= e * hrow[j];
+          }
         }
       }
     }
+  };
+  const int64_t nt = std::clamp<int64_t>(opt.threads, 1, std::max<int64_t>(1, out / 16));
+  if (nt <= 1) {
+    solve_rows(0, out);
+  } else {
+    std::vector<std::thread> pool;
+    for (int64_t t = 0; t < nt; ++t) pool.emplace_back(solve_rows, out * t / nt, out * (t + 1) / nt);
+    for (auto& th : pool) th.join();
   }
+  double loss = 0.0;
+  for (const double l : row_loss) loss += l;
   // Padding columns decode to 0.
   for (int64_t o = 0; o < out; ++o)
     for (int64_t c = in; c < q.padded_in; ++c) q.codes[o * q.padded_in + c] = q.zeros[o * ng + c / G];

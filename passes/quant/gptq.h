@@ -52,6 +52,7 @@ struct GptqOptions {
   double damp = 0.01;
   int block_size = 128;
   bool act_order = false;
+  int threads = 1;  // output rows solved in parallel (results do not depend on it)
 };
 
 struct GptqResult {

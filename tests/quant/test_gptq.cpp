@@ -275,6 +275,22 @@ TEST(QuantGptq, ActOrderUsesStaticGroupsAndBeatsRtn) {
   }
 }
 
+// Rows are solved on several threads: codes, scales and the objective must not change.
+TEST(QuantGptq, ThreadCountDoesNotChangeTheResult) {
+  Layer L = make_layer(512, 256, 100, 41, /*dead=*/2);
+  for (bool act : {false, true}) {
+    GptqOptions one{{64, false}, 0.01, 64, act, 1}, three = one;
+    three.threads = 3;
+    const std::vector<double> H = hessian64(L);
+    GptqResult a = gptq_quantize(L.W.data(), L.out, L.n, H, one), b = gptq_quantize(L.W.data(), L.out, L.n, H, three);
+    EXPECT_EQ(a.q.codes, b.q.codes);
+    EXPECT_EQ(a.q.scales, b.q.scales);
+    EXPECT_EQ(a.q.zeros, b.q.zeros);
+    EXPECT_EQ(a.predicted_loss, b.predicted_loss);
+    EXPECT_EQ(a.dead_columns, 2);
+  }
+}
+
 TEST(QuantGptq, NotPositiveDefiniteThrows) {
   std::vector<double> H = {1.0, 2.0, 2.0, 1.0};  // eigenvalues 3, −1; damping 0.01 cannot fix it
   std::vector<float> W = {0.1f, 0.2f};
