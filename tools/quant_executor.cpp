@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <optional>
 
@@ -62,13 +63,34 @@ quant::GramUpdate cpu_gram_update(int threads) {
     std::vector<std::pair<int64_t, int64_t>> tiles;
     for (int64_t bi = 0; bi < nt; ++bi)
       for (int64_t bj = bi; bj < nt; ++bj) tiles.emplace_back(bi * tile, bj * tile);
+    // Each tile takes the rows in blocks of the GEMM's k-block and first copies, row by
+    // row, its two column slices of X: A(i, k) = X[k, i0 + i] into a compact block [kb, mi],
+    // B(j, k) = X[k, j0 + j] into 16-column panels. Read in place, both operands were
+    // strided by a whole row of X per k (a new page per step at in = 1024). Every C element
+    // stays one fp32 FMA chain over the rows in order: the same bits as the unblocked loop.
+    constexpr int64_t kc = runtime::cpu::kGemmKc, nr = runtime::cpu::kGemmNr;
     pool->parallel_for(int64_t(tiles.size()), 1, [&](int64_t t0, int64_t t1) {
+      thread_local std::vector<float> xa, bp;
+      xa.resize(size_t(tile * kc));
+      bp.resize(size_t(runtime::cpu::packed_b_floats(tile, kc)));
       for (int64_t t = t0; t < t1; ++t) {
         const auto [i0, j0] = tiles[size_t(t)];
-        const int64_t mi = std::min(tile, n - i0), nj = std::min(tile, n - j0);
-        // A(i, k) = X[k, i0 + i] and B(j, k) = X[k, j0 + j]: both read X row by row.
-        runtime::cpu::gemm_tile({X + i0, 1, ld}, runtime::cpu::panels_of_rows(X + j0, ld), mi, nj, rows,
-                                C + i0 * n + j0, n, true);
+        const int64_t mi = std::min(tile, n - i0), nj = std::min(tile, n - j0), np = (nj + nr - 1) / nr;
+        for (int64_t k0 = 0; k0 < rows; k0 += kc) {
+          const int64_t kb = std::min(kc, rows - k0);
+          for (int64_t k = 0; k < kb; ++k) {
+            const float* xr = X + (k0 + k) * ld;
+            std::memcpy(xa.data() + k * mi, xr + i0, size_t(mi) * 4);
+            for (int64_t p = 0; p < np; ++p) {
+              float* dst = bp.data() + p * nr * kb + k * nr;
+              const int64_t w = std::min(nr, nj - p * nr);
+              std::memcpy(dst, xr + j0 + p * nr, size_t(w) * 4);
+              std::fill(dst + w, dst + nr, 0.f);  // a ragged last panel is zero-padded
+            }
+          }
+          runtime::cpu::gemm_tile({xa.data(), 1, mi}, {bp.data(), nr, nr * kb, true}, mi, nj, kb, C + i0 * n + j0, n,
+                                  true);
+        }
       }
     });
   };
