@@ -45,6 +45,10 @@ class Backend {
 
   // Host copy of a value ([rows, cols] row-major, fp32) after execute(). Returns rows.
   virtual int read_value(int value, std::vector<float>* out) const = 0;
+  // The value's storage ([rows, cols] row-major fp32) when the backend keeps values in host
+  // memory (the CPU backend), valid until the next execute()/write_value(); empty otherwise,
+  // and read_value then copies it out.
+  virtual std::span<const float> host_value(int /*value*/) const { return {}; }
   // Overwrites a value's rows (rows × cols floats) for the current batch.
   virtual void write_value(int value, std::span<const float> data) = 0;
 

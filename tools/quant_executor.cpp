@@ -243,6 +243,17 @@ std::optional<std::vector<int>> live_values(const plan::Plan& plan, int first, i
 
 }  // namespace
 
+std::span<const float> EngineCalibrationExecutor::value(int v, int* rows) {
+  const runtime::Backend& b = engine_->backend();
+  std::span<const float> host = b.host_value(v);
+  if (host.empty()) {
+    b.read_value(v, &scratch_);
+    host = scratch_;
+  }
+  *rows = int(int64_t(host.size()) / engine_->plan()->values()->Get(v)->cols());
+  return host;
+}
+
 void EngineCalibrationExecutor::keep_cut(int layer, int stop, size_t batch) {
   runtime::Engine& e = *engine_;
   const auto [first, last] = e.plan().layer_steps(layer);
@@ -255,8 +266,9 @@ void EngineCalibrationExecutor::keep_cut(int layer, int stop, size_t batch) {
   if (next_cut_.step != stop) return;
   next_cut_.kept.emplace_back();
   for (const int v : next_cut_.values) {
-    next_cut_.kept.back().emplace_back();
-    e.backend().read_value(v, &next_cut_.kept.back().back());
+    int rows = 0;
+    const std::span<const float> x = value(v, &rows);
+    next_cut_.kept.back().emplace_back(x.begin(), x.end());
   }
 }
 
@@ -313,17 +325,17 @@ void EngineCalibrationExecutor::run_layer(int layer, const Observer& observe, bo
     });
   try {
     for_each_batch(layer, start, stop, [&](size_t, size_t off) {
-      std::vector<float>& out = scratch_;  // reused: a fresh vector per batch costs page faults
+      int rows = 0;
       if (stop < last) {
-        const int rows = e.backend().read_value(groups.back().input, &out);
-        observe(groups.back().names, out.data(), rows, int64_t(out.size()) / std::max(1, rows));
+        const std::span<const float> x = value(groups.back().input, &rows);
+        observe(groups.back().names, x.data(), rows, int64_t(x.size()) / std::max(1, rows));
       }
       if (advance) {
-        e.backend().read_value(hv, &out);
-        std::copy(out.begin(), out.end(), h_.begin() + int64_t(off));
+        const std::span<const float> h = value(hv, &rows);
+        std::copy(h.begin(), h.end(), h_.begin() + int64_t(off));
         if (layer + 1 < e.config().num_layers) {
-          e.backend().read_value(av, &out);
-          std::copy(out.begin(), out.end(), a_.begin() + int64_t(off));
+          const std::span<const float> a = value(av, &rows);
+          std::copy(a.begin(), a.end(), a_.begin() + int64_t(off));
         }
       }
     });
@@ -347,8 +359,9 @@ void EngineCalibrationExecutor::observe_group(int layer, int group, const Observ
   try {
     // Stop before the group's first Linear, read the value it would read, keep the cut.
     for_each_batch(layer, start, g.step, [&](size_t batch, size_t) {
-      const int rows = engine_->backend().read_value(g.input, &scratch_);
-      observe(g.names, scratch_.data(), rows, int64_t(scratch_.size()) / std::max(1, rows));
+      int rows = 0;
+      const std::span<const float> x = value(g.input, &rows);
+      observe(g.names, x.data(), rows, int64_t(x.size()) / std::max(1, rows));
       keep_cut(layer, g.step, batch);
     });
   } catch (...) {

@@ -90,7 +90,9 @@ class EngineCalibrationExecutor : public quant::CalibrationExecutor {
   int64_t len_;
   int batch_;
   std::vector<float> h_, a_;  // layer-boundary values "h" and "a" of every sequence [n_seq·len, hidden]
-  std::vector<float> scratch_;  // one value read back from the backend
+  std::vector<float> scratch_;  // one value read back from a backend that keeps values on a device
+  // A value of the current batch: the backend's host storage, or a copy in scratch_.
+  std::span<const float> value(int v, int* rows);
 };
 
 }  // namespace g4c::tools

@@ -74,6 +74,8 @@ class CpuBackend final : public Backend {
     return int(values_[value].size() / (*plan_)->values()->Get(value)->cols());
   }
 
+  std::span<const float> host_value(int value) const override { return values_.at(value); }
+
   void write_value(int value, std::span<const float> data) override {
     values_.at(value).assign(data.begin(), data.end());
   }
