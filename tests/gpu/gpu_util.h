@@ -111,4 +111,40 @@ inline std::vector<float> to_float(const std::vector<bf16>& v) {
   return f;
 }
 
+// A lab-format INT4 weight on the host (DESIGN.md §3) with random codes, scales (fp16 or bf16
+// bits) and zeros; w() is its dequantized value.
+struct Int4Src {
+  int n, k, kp, group;
+  bool asym, sbf16;
+  std::vector<uint8_t> q, z;
+  std::vector<uint16_t> s;  // raw fp16 or bf16 bits
+  double w(int row, int col) const {
+    const int code = (q[size_t(row) * (kp / 2) + col / 2] >> (4 * (col & 1))) & 15;
+    const size_t gi = size_t(row) * (kp / group) + col / group;
+    const double zero = asym ? z[gi] : 8;
+    return (code - zero) * scale(gi);
+  }
+  double scale(size_t gi) const {
+    if (sbf16) { bf16 b; std::memcpy(&b, &s[gi], 2); return bf(b); }
+    __half h; std::memcpy(&h, &s[gi], 2); return __half2float(h);
+  }
+};
+
+inline Int4Src make_int4(std::mt19937_64& rng, int n, int k, int group, bool asym, bool sbf16) {
+  Int4Src w{n, k, (k + group - 1) / group * group, group, asym, sbf16, {}, {}, {}};
+  std::uniform_int_distribution<int> byte(0, 255), nib(0, 15);
+  std::uniform_real_distribution<float> sd(0.002f, 0.02f);
+  w.q.resize(size_t(n) * w.kp / 2);
+  for (auto& b : w.q) b = uint8_t(byte(rng));
+  const size_t ng = size_t(n) * (w.kp / group);
+  w.s.resize(ng);
+  for (auto& v : w.s) {
+    const float f = sd(rng);
+    if (sbf16) { bf16 b = tobf(f); std::memcpy(&v, &b, 2); }
+    else { __half h = __float2half(f); std::memcpy(&v, &h, 2); }
+  }
+  if (asym) { w.z.resize(ng); for (auto& v : w.z) v = uint8_t(nib(rng)); }
+  return w;
+}
+
 }  // namespace g4c::gputest

@@ -16,40 +16,7 @@ namespace {
 
 using cuda::Epilogue;
 
-struct Src {  // lab-format INT4 weight on the host
-  int n, k, kp, group;
-  bool asym, sbf16;
-  std::vector<uint8_t> q, z;
-  std::vector<uint16_t> s;  // fp16 or bf16 bits
-  double scale(size_t gi) const {
-    if (sbf16) { bf16 b; std::memcpy(&b, &s[gi], 2); return bf(b); }
-    __half h; std::memcpy(&h, &s[gi], 2); return __half2float(h);
-  }
-  double w(int row, int col) const {
-    const int code = (q[size_t(row) * (kp / 2) + col / 2] >> (4 * (col & 1))) & 15;
-    const size_t gi = size_t(row) * (kp / group) + col / group;
-    return (code - (asym ? z[gi] : 8)) * scale(gi);
-  }
-};
-
-Src make_src(std::mt19937_64& rng, int n, int k, int group, bool asym, bool sbf16) {
-  Src w{n, k, (k + group - 1) / group * group, group, asym, sbf16, {}, {}, {}};
-  std::uniform_int_distribution<int> byte(0, 255), nib(0, 15);
-  std::uniform_real_distribution<float> sd(0.002f, 0.02f);
-  w.q.resize(size_t(n) * w.kp / 2);
-  for (auto& b : w.q) b = uint8_t(byte(rng));
-  const size_t ng = size_t(n) * (w.kp / group);
-  w.s.resize(ng);
-  for (auto& v : w.s) {
-    const float f = sd(rng);
-    if (sbf16) { bf16 b = tobf(f); std::memcpy(&v, &b, 2); }
-    else { __half h = __float2half(f); std::memcpy(&v, &h, 2); }
-  }
-  if (asym) { w.z.resize(ng); for (auto& v : w.z) v = uint8_t(nib(rng)); }
-  return w;
-}
-
-std::vector<double> reference(const std::vector<bf16>& x, int m, const Src& w) {
+std::vector<double> reference(const std::vector<bf16>& x, int m, const Int4Src& w) {
   std::vector<double> y(size_t(m) * w.n), wr(w.k);
   for (int r = 0; r < w.n; ++r) {
     for (int c = 0; c < w.k; ++c) wr[c] = w.w(r, c);
@@ -81,7 +48,7 @@ constexpr double kGeluBound = 1.2e-2;
 struct Prepared {
   Case c;
   bool pair;
-  Src wg, wu;
+  Int4Src wg, wu;
   DevBuf<uint8_t> gq, gz, uq, uz;
   DevBuf<uint16_t> gs, us;
   DevBuf<uint8_t> packed;
@@ -91,8 +58,8 @@ struct Prepared {
   std::vector<double> ref;
   cuda::GemmOut o;
 
-  static Src make(const Case& c, std::mt19937_64& rng, bool on) {
-    return on ? make_src(rng, c.n, c.k, c.group, c.asym, c.sbf16) : Src{};
+  static Int4Src make(const Case& c, std::mt19937_64& rng, bool on) {
+    return on ? make_int4(rng, c.n, c.k, c.group, c.asym, c.sbf16) : Int4Src{};
   }
   Prepared(const Case& cs, std::mt19937_64& rng)
       : c(cs), pair(cs.ep == Epilogue::GeluMul), wg(make(cs, rng, true)), wu(make(cs, rng, pair)),
