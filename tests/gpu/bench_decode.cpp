@@ -17,78 +17,15 @@
 
 #include "runtime/cuda/gemm_decode.cuh"
 #include "runtime/cuda/kernels.h"
+#include "tests/gpu/bench_util.h"
 
 using namespace g4c::cuda;
 
 cudaError_t bench_copy16(const void* src, void* dst, size_t bytes, cudaStream_t stream);  // bench_copy.cu
 
-#define CK(x)                                                                                  \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
-
 namespace {
 
-cudaStream_t g_stream;
-
-template <class T>
-cudaError_t dmalloc(T** p, size_t bytes) { return cudaMalloc(reinterpret_cast<void**>(p), bytes); }
-
-double time_graph(const std::function<void(int)>& launch, int calls, int samples = 9) {
-  for (int i = 0; i < std::min(calls, 3); ++i) launch(i);
-  CK(cudaStreamSynchronize(g_stream));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  CK(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeRelaxed));
-  for (int i = 0; i < calls; ++i) launch(i);
-  CK(cudaStreamEndCapture(g_stream, &graph));
-  CK(cudaGraphInstantiate(&exec, graph, 0));
-  CK(cudaGraphLaunch(exec, g_stream));
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  std::vector<double> ms;
-  for (int s = 0; s < samples; ++s) {
-    CK(cudaEventRecord(a, g_stream));
-    CK(cudaGraphLaunch(exec, g_stream));
-    CK(cudaEventRecord(b, g_stream));
-    CK(cudaEventSynchronize(b));
-    float t = 0;
-    CK(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(t / calls);
-  }
-  CK(cudaGetLastError());
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
-void fill_random(void* d, size_t bytes, uint64_t seed, bool bf16_normal) {
-  const size_t chunk = std::min(bytes, size_t(16) << 20);
-  std::vector<uint16_t> h((chunk + 1) / 2);
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> nd(0.f, 1.f);
-  for (auto& v : h) {
-    if (bf16_normal) {
-      float f = nd(rng);
-      uint32_t u;
-      std::memcpy(&u, &f, 4);
-      v = uint16_t(u >> 16);
-    } else {
-      v = uint16_t(rng());
-    }
-  }
-  CK(cudaMemcpy(d, h.data(), chunk, cudaMemcpyHostToDevice));
-  for (size_t off = chunk; off < bytes; off += chunk)
-    CK(cudaMemcpy(static_cast<char*>(d) + off, d, std::min(chunk, bytes - off), cudaMemcpyDeviceToDevice));
-}
+using namespace g4c::gpubench;
 
 struct Shape {
   const char* name;
