@@ -107,6 +107,9 @@ void run_quantize(const QuantArgs& a) {
   if (a.method != "rtn" && a.method != "gptq") throw Error("quantize: --method must be rtn or gptq, got " + a.method);
   if (a.group != 64 && a.group != 128) throw Error("quantize: --group-size must be 64 or 128");
   if (a.symmetric && a.asymmetric) throw Error("quantize: --symmetric and --asymmetric exclude each other");
+  if (a.method == "rtn" && (a.act_order || a.true_sequential))
+    throw Error(std::string("quantize: ") + (a.act_order ? "--act-order" : "--true-sequential") +
+                " is a GPTQ option; --method rtn has no column order or calibration");
   const bool sym = !a.asymmetric;
   const int threads = a.threads > 0 ? a.threads : int(std::max(1u, std::thread::hardware_concurrency()));
   const fs::path src(a.model), dst(a.output);

@@ -125,6 +125,9 @@ if case == "int4_vs_fake":
                       ("gptq-sym-g128", ["--method", "gptq", "--symmetric", "--group-size", "128",
                                          "--calibration", calib, "--calibration-samples", "16",
                                          "--calibration-length", "256"]),
+                      ("gptq-asym-g128-ts", ["--method", "gptq", "--asymmetric", "--true-sequential",
+                                             "--calibration", calib, "--calibration-samples", "16",
+                                             "--calibration-length", "256"]),
                       ("rtn-sym-g128", ["--method", "rtn", "--group-size", "128"])):
         q4 = os.path.join(work, tag)
         fake = os.path.join(work, tag + "-fake")
@@ -157,6 +160,14 @@ if case == "int4_vs_fake":
     qc = json.load(open(os.path.join(work, "gptq-sym-g128", "quantization_config.json")))
     check(len(qc["layers"]) == 82 and all(l["predicted_loss"] > 0 for l in qc["layers"]) and
           qc["calibration"]["samples"] == 16, "gptq per-layer metadata (objective, dead columns, time)")
+    ts = json.load(open(os.path.join(work, "gptq-asym-g128-ts", "quantization_config.json")))
+    check(ts["true_sequential"] is True and qc["true_sequential"] is False, "true_sequential recorded")
+    # GPTQ-only flags on RTN are refused with a message, and nothing is written.
+    bad = os.path.join(work, "rtn-act-order")
+    r = subprocess.run([g4c, "quantize", "--model", model, "--method", "rtn", "--act-order", "-o", bad],
+                       env=env, capture_output=True, text=True)
+    check(r.returncode != 0 and "--act-order is a GPTQ option" in r.stderr and not os.path.exists(bad),
+          "rtn --act-order refused: " + r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "no message")
     sys.exit(0)
 
 sys.exit(f"unknown case {case}")
