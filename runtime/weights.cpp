@@ -97,7 +97,17 @@ std::unique_ptr<WeightStore> WeightStore::load_lazy(const plan::Plan& plan,
   store->ckpt_ = std::move(ckpt);
   store->once_ = std::make_unique<std::once_flag[]>(size_t(n));
   store->done_.assign(size_t(n), 0);
+  store->replaced_.assign(size_t(n), 0);
   return store;
+}
+
+std::span<const uint16_t> WeightStore::checkpoint_bf16(int id) const {
+  if (!lazy_ || id < 0 || id >= size() || replaced_[size_t(id)]) return {};
+  const auto* w = (*plan_)->weights()->Get(id);
+  if (w->format() != plan::fb::WeightFormat::Dense) return {};
+  auto v = ckpt_->get(w->checkpoint_key()->str());
+  if (v.info->dtype != DType::BF16 || size_t(v.info->numel()) != numel(id)) return {};
+  return {v.as<uint16_t>(), numel(id)};
 }
 
 void WeightStore::materialize(int id) const {
@@ -135,7 +145,10 @@ void WeightStore::replace(int id, std::span<const float> values) {
   if (values.size() != numel(id))
     throw Error("WeightStore::replace: " + names_[id] + " has " + std::to_string(numel(id)) + " elements, got " +
                 std::to_string(values.size()));
-  if (lazy_) materialize(id);
+  if (lazy_) {
+    materialize(id);
+    replaced_[size_t(id)] = 1;
+  }
   std::copy(values.begin(), values.end(), data_[id].begin());
 }
 

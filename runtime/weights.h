@@ -40,6 +40,11 @@ class WeightStore {
   int find(const std::string& name) const;  // -1 if absent
   // Replaces a weight's values (same number of elements; throws otherwise).
   void replace(int id, std::span<const float> values);
+  // A lazy store's dense weight that still holds the checkpoint's values (never replace()d)
+  // and is stored BF16 there: its bits in the (mapped) checkpoint, for a device backend to
+  // upload without the fp32 round trip (the 12B tied embedding: 2 GB instead of 4 + 2 GB of
+  // host conversion). Empty otherwise (eager store, INT4, other dtypes, replaced).
+  std::span<const uint16_t> checkpoint_bf16(int id) const;
   size_t total_bytes() const;
 
  private:
@@ -55,6 +60,7 @@ class WeightStore {
   std::shared_ptr<const models::Checkpoint> ckpt_;
   mutable std::unique_ptr<std::once_flag[]> once_;
   mutable std::vector<char> done_;
+  std::vector<char> replaced_;
 };
 
 }  // namespace g4c::runtime

@@ -33,6 +33,18 @@ void to_bf16(const float* in, uint16_t* out, size_t n) {
   for (auto& t : th) t.join();
 }
 
+// The BF16 bits of store weight `id` into out[numel]: the checkpoint's own bits while the store
+// still holds them (WeightStore::checkpoint_bf16; the same bits to_bf16 gives back), else
+// converted from the store's fp32 values (e.g. after a GPTQ weight update).
+void store_bf16(const runtime::WeightStore& store, int id, uint16_t* out) {
+  const size_t n = store.numel(id);
+  const std::span<const uint16_t> raw = store.checkpoint_bf16(id);
+  if (raw.size() == n)
+    std::memcpy(out, raw.data(), n * 2);
+  else
+    to_bf16(store.data(id), out, n);
+}
+
 }  // namespace
 
 void CudaBackend::free_weight(DevWeight& w) {
@@ -47,12 +59,19 @@ void CudaBackend::upload_dense(int id) {
   DevWeight& w = weights_[id];
   free_weight(w);
   const size_t n = store_->numel(id);
-  std::vector<uint16_t> host(n);
-  to_bf16(store_->data(id), host.data(), n);
   w.bytes = n * 2;
   w.mem = dmalloc(w.bytes, ("weight " + store_->name(id)).c_str());
   weight_bytes_ += align256(w.bytes);
-  check(cudaMemcpy(w.mem, host.data(), w.bytes, cudaMemcpyHostToDevice), "weight upload");
+  // Unchanged BF16 checkpoint tensors go up as they are (the same bits to_bf16 would give
+  // back: it is exact on values that came from BF16); others are converted from fp32.
+  const std::span<const uint16_t> raw = store_->checkpoint_bf16(id);
+  if (raw.size() == n) {
+    check(cudaMemcpy(w.mem, raw.data(), w.bytes, cudaMemcpyHostToDevice), "weight upload");
+  } else {
+    std::vector<uint16_t> host(n);
+    to_bf16(store_->data(id), host.data(), n);
+    check(cudaMemcpy(w.mem, host.data(), w.bytes, cudaMemcpyHostToDevice), "weight upload");
+  }
   w.kind = DevWeight::kBf16;
   const auto& shape = store_->shape(id);
   if (shape.size() == 2) {
@@ -129,9 +148,9 @@ void CudaBackend::upload_pair(int gate, int up, const models::Checkpoint* ck) {
   std::vector<uint16_t> host(n);
   void* tg = dmalloc(n * 2, "gate staging");
   void* tu = dmalloc(n * 2, "up staging");
-  to_bf16(store_->data(gate), host.data(), n);
+  store_bf16(*store_, gate, host.data());
   check(cudaMemcpy(tg, host.data(), n * 2, cudaMemcpyHostToDevice), "gate upload");
-  to_bf16(store_->data(up), host.data(), n);
+  store_bf16(*store_, up, host.data());
   check(cudaMemcpy(tu, host.data(), n * 2, cudaMemcpyHostToDevice), "up upload");
   dst.bytes = 2 * n * 2;
   dst.mem = dmalloc(dst.bytes, ("weight " + store_->name(gate) + "+up").c_str());
@@ -327,7 +346,7 @@ void CudaBackend::upload_siblings(int gi, const models::Checkpoint* ck) {
   std::vector<uint16_t> host(size_t(g.total) * k);
   size_t off = 0;
   for (int w : g.weights) {
-    to_bf16(store_->data(w), host.data() + off, store_->numel(w));
+    store_bf16(*store_, w, host.data() + off);
     off += store_->numel(w);
   }
   g.w.bytes = host.size() * 2;

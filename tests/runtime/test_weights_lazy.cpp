@@ -40,3 +40,31 @@ TEST(WeightStore, LazyConvertsOnFirstUseAndEqualsEager) {
     if (i != e) EXPECT_EQ(std::memcmp(lazy->data(i), eager->data(i), eager->numel(i) * 4), 0) << lazy->name(i);
   EXPECT_EQ(lazy->loaded(), lazy->size());
 }
+
+// checkpoint_bf16: the checkpoint's own BF16 bits of a dense weight of a lazy store (what the
+// CUDA backend uploads without converting), equal to the converted values; none once replaced,
+// none from an eager store.
+TEST(WeightStore, CheckpointBf16IsTheUnreplacedCheckpointTensor) {
+  const auto cfg = models::load_model_config(test::tiny_model_dir());
+  std::shared_ptr<const models::Checkpoint> ckpt = models::Checkpoint::open(test::tiny_model_dir());
+  auto p = plan::build_reference_plan(cfg, *ckpt);
+  auto lazy = runtime::WeightStore::load_lazy(p, ckpt);
+  auto eager = runtime::WeightStore::load(p, *ckpt, 1);
+  int seen = 0;
+  for (int i = 0; i < lazy->size(); ++i) {
+    EXPECT_TRUE(eager->checkpoint_bf16(i).empty());
+    const std::span<const uint16_t> raw = lazy->checkpoint_bf16(i);
+    ASSERT_EQ(raw.size(), lazy->numel(i)) << lazy->name(i);  // the tiny checkpoint is all BF16 dense
+    const auto view = ckpt->get(p->weights()->Get(i)->checkpoint_key()->str());
+    EXPECT_EQ(static_cast<const void*>(raw.data()), static_cast<const void*>(view.data)) << "not a copy";
+    const float* f = lazy->data(i);
+    for (size_t k = 0; k < raw.size(); k += 97) ASSERT_EQ(bf16_to_f32(raw[k]), f[k]) << lazy->name(i);
+    ++seen;
+  }
+  EXPECT_GT(seen, 100);
+  const int e = lazy->find("embed_tokens.weight");
+  std::vector<float> ones(lazy->numel(e), 1.0f);
+  lazy->replace(e, ones);
+  EXPECT_TRUE(lazy->checkpoint_bf16(e).empty());
+  EXPECT_FALSE(lazy->checkpoint_bf16(lazy->find("norm.weight")).empty());
+}
