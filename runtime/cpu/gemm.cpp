@@ -141,7 +141,13 @@ __attribute__((target("avx2,fma"))) void gelu_mul_avx2(const float* g, const flo
     const __m256 gl = _mm256_div_ps(x, _mm256_add_ps(one, exp_avx2(z2)));
     _mm256_storeu_ps(y + i, _mm256_mul_ps(gl, _mm256_loadu_ps(u + i)));
   }
-  for (; i < n; ++i) y[i] = gelu_scalar(g[i]) * u[i];
+  if (i < n) {  // the tail through the same vector code (zero-padded), so no element's value
+    alignas(32) float gt[8] = {}, ut[8] = {}, yt[8];  // depends on where it sits in the array
+    std::memcpy(gt, g + i, size_t(n - i) * 4);
+    std::memcpy(ut, u + i, size_t(n - i) * 4);
+    gelu_mul_avx2(gt, ut, yt, 8);
+    std::memcpy(y + i, yt, size_t(n - i) * 4);
+  }
 }
 
 __attribute__((target("avx2,fma"))) float exp_shift_sum_avx2(float* p, int64_t n, float shift) {
@@ -242,6 +248,13 @@ void gemm_tile(const MatView& A, const PanelB& B, int64_t M, int64_t N, int64_t 
 void gelu_tanh_mul(const float* g, const float* u, float* y, int64_t n) {
   if (kAvx2) return gelu_mul_avx2(g, u, y, n);
   for (int64_t i = 0; i < n; ++i) y[i] = gelu_scalar(g[i]) * u[i];
+}
+
+float gelu_tanh(float x) {
+  const float one = 1.f;
+  float y;
+  gelu_tanh_mul(&x, &one, &y, 1);
+  return y;
 }
 
 float exp_shift_sum(float* p, int64_t n, float shift) {

@@ -44,8 +44,11 @@ void gemm_tile(const MatView& A, const PanelB& B, int64_t M, int64_t N, int64_t 
 bool cpu_has_avx2_fma();
 
 // y[i] = gelu_tanh(g[i]) · u[i] (DESIGN.md §2: 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³))),
-// evaluated as x / (1 + e^(−2z)) with an fp32 exp accurate to ~2 ulp).
+// evaluated as x / (1 + e^(−2z)) with an fp32 exp accurate to ~2 ulp). Every element takes the
+// same code path (a tail is padded through the vector kernel), so a value's result does not
+// depend on its position or on n; y may alias g. gelu_tanh(x) is the same for one value.
 void gelu_tanh_mul(const float* g, const float* u, float* y, int64_t n);
+float gelu_tanh(float x);
 
 // p[i] = e^(p[i] − shift) in place (same exp); returns Σ p[i] (fp32, lane-wise partials).
 float exp_shift_sum(float* p, int64_t n, float shift);

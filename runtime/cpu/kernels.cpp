@@ -44,11 +44,6 @@ inline void dot_all_rows(const float* x, int rows, int K, const float* w, float*
 
 }  // namespace
 
-float gelu_tanh(float x) {
-  const float c = 0.7978845608028654f;  // sqrt(2/pi)
-  return 0.5f * x * (1.0f + std::tanh(c * (x + 0.044715f * x * x * x)));
-}
-
 void linear(ThreadPool& pool, const float* x, int rows, int K, const float* w0, const float* w1, int N,
             const float* residual, float* y, plan::fb::Epilogue epilogue) {
   using plan::fb::Epilogue;
@@ -61,7 +56,8 @@ void linear(ThreadPool& pool, const float* x, int rows, int K, const float* w0, 
         dot_all_rows(x, rows, K, w0 + size_t(n) * K, a.data());
         if (epilogue == Epilogue::GeluTanhGateUp) {
           dot_all_rows(x, rows, K, w1 + size_t(n) * K, b.data());
-          for (int t = 0; t < rows; ++t) y[size_t(t) * N + n] = gelu_tanh(a[t]) * b[t];
+          gelu_tanh_mul(a.data(), b.data(), a.data(), rows);  // the GEMM path's GELU, bit for bit
+          for (int t = 0; t < rows; ++t) y[size_t(t) * N + n] = a[t];
         } else if (epilogue == Epilogue::ResidualAdd) {
           for (int t = 0; t < rows; ++t) y[size_t(t) * N + n] = residual[size_t(t) * N + n] + a[t];
         } else {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "runtime/cpu/gemm.h"  // gelu_tanh, gelu_tanh_mul
 #include "runtime/cpu/thread_pool.h"
 #include "runtime/plan/plan.h"
 
@@ -18,7 +19,5 @@ void rms_norm(const float* x, float* y, int rows, int cols, int norm_dim, const 
 
 // Rotate-half RoPE in place on every head of D columns of each row, at positions[row].
 void rope(float* x, int rows, int cols, const int32_t* positions, int head_dim, int rotary_pairs, double theta);
-
-float gelu_tanh(float x);
 
 }  // namespace g4c::runtime::cpu
