@@ -96,7 +96,7 @@ std::unique_ptr<WeightStore> WeightStore::load_lazy(const plan::Plan& plan,
   store->plan_ = &plan;
   store->ckpt_ = std::move(ckpt);
   store->once_ = std::make_unique<std::once_flag[]>(size_t(n));
-  store->done_.assign(size_t(n), 0);
+  store->done_ = std::make_unique<std::atomic<bool>[]>(size_t(n));
   store->replaced_.assign(size_t(n), 0);
   return store;
 }
@@ -117,7 +117,7 @@ void WeightStore::materialize(int id) const {
       throw Error(ckpt_->dir().string() + ": weight " + names_[id] + " has " + std::to_string(v.size()) +
                   " elements, the plan says " + std::to_string(numel(id)));
     data_[id] = std::move(v);
-    done_[size_t(id)] = 1;
+    done_[size_t(id)].store(true, std::memory_order_release);
   });
 }
 
@@ -130,7 +130,7 @@ size_t WeightStore::numel(int id) const {
 int WeightStore::loaded() const {
   if (!lazy_) return size();
   int n = 0;
-  for (char d : done_) n += d;
+  for (int i = 0; i < size(); ++i) n += done_[size_t(i)].load(std::memory_order_acquire);
   return n;
 }
 

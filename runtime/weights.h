@@ -10,6 +10,7 @@
 // checkpoint no longer costs ~44 GB of host fp32 and the time to dequantize it at load.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -25,7 +26,8 @@ class WeightStore {
   // Loads every weight of `plan` from `ckpt` (verify_plan_matches first). `threads` > 1
   // converts weights in parallel. Throws g4c::Error naming the tensor on bad data.
   static std::unique_ptr<WeightStore> load(const plan::Plan& plan, const models::Checkpoint& ckpt, int threads = 1);
-  // Converts each weight on first use; keeps the checkpoint (and the plan) alive meanwhile.
+  // Converts each weight on first use; keeps the checkpoint alive meanwhile and refers to
+  // `plan`, which the caller keeps alive (and in place) as long as the store.
   static std::unique_ptr<WeightStore> load_lazy(const plan::Plan& plan, std::shared_ptr<const models::Checkpoint> ckpt);
 
   int size() const { return int(data_.size()); }
@@ -59,7 +61,7 @@ class WeightStore {
   const plan::Plan* plan_ = nullptr;
   std::shared_ptr<const models::Checkpoint> ckpt_;
   mutable std::unique_ptr<std::once_flag[]> once_;
-  mutable std::vector<char> done_;
+  mutable std::unique_ptr<std::atomic<bool>[]> done_;  // read by loaded() while others convert
   std::vector<char> replaced_;
 };
 

@@ -109,7 +109,7 @@ Ceilings measure_cpu_ceilings(int threads) {
     for (auto& v : b) v = float((x = x * 1664525u + 1013904223u) >> 9) * 0x1p-23f - 0.5f;
     std::vector<float> packed(size_t(runtime::cpu::packed_b_floats(N, K)));
     runtime::cpu::pack_b({b.data(), K, 1}, N, K, packed.data(), 0, (N + runtime::cpu::kGemmNr - 1) / runtime::cpu::kGemmNr);
-    const runtime::cpu::PanelB pb{packed.data(), runtime::cpu::kGemmNr, runtime::cpu::kGemmNr * K, true};
+    const runtime::cpu::PanelB pb{packed.data(), runtime::cpu::kGemmNr, runtime::cpu::kGemmNr * K};
     std::vector<std::vector<float>> out(size_t(threads), std::vector<float>(size_t(M) * N));
     double best = 1e30;
     for (int rep = 0; rep < 4; ++rep) {  // the first is a warm-up (page faults, frequency ramp)
@@ -125,7 +125,7 @@ Ceilings measure_cpu_ceilings(int threads) {
     }
     c.flops_per_s = 2.0 * double(M) * N * K * kReps * threads / best;
     c.flops_source = "measured at start: the CPU backend's fp32 GEMM (" +
-                     std::string(runtime::cpu::cpu_has_avx2_fma() ? "AVX2/AVX-512" : "portable") + "), " +
+                     std::string(runtime::cpu::cpu_uses_avx512() ? "AVX-512" : runtime::cpu::cpu_has_avx2_fma() ? "AVX2" : "portable") + "), " +
                      std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + " per thread on " +
                      std::to_string(threads) + " threads, best of 3 after a warm-up";
   }

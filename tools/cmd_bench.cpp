@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <climits>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -75,9 +76,11 @@ int longest_request(const std::string& jsonl, const models::Tokenizer* tok, int 
     size_t prompt = 0;
     if (j.contains("input_ids") && j["input_ids"].is_array()) prompt = j["input_ids"].size();
     else if (tok && j.contains("prompt") && j["prompt"].is_string()) prompt = tok->encode(j["prompt"].get<std::string>(), true).size();
-    const int n = j.contains("max_new_tokens") && j["max_new_tokens"].is_number_integer() ? j["max_new_tokens"].get<int>()
-                                                                                        : default_new;
-    longest = std::max(longest, int(prompt) + std::max(0, n));
+    const int64_t n = j.contains("max_new_tokens") && j["max_new_tokens"].is_number_integer()
+                          ? j["max_new_tokens"].get<int64_t>()
+                          : default_new;
+    // Clamped to int: the engine caps lengths there (and rejects what does not fit its KV).
+    longest = int(std::min<int64_t>(INT32_MAX, std::max<int64_t>(longest, int64_t(prompt) + std::max<int64_t>(0, n))));
   }
   return longest;
 }

@@ -88,7 +88,7 @@ quant::GramUpdate cpu_gram_update(int threads) {
               std::fill(dst + w, dst + nr, 0.f);  // a ragged last panel is zero-padded
             }
           }
-          runtime::cpu::gemm_tile({xa.data(), 1, mi}, {bp.data(), nr, nr * kb, true}, mi, nj, kb, C + i0 * n + j0, n,
+          runtime::cpu::gemm_tile({xa.data(), 1, mi}, {bp.data(), nr, nr * kb}, mi, nj, kb, C + i0 * n + j0, n,
                                   true);
         }
       }
@@ -99,6 +99,32 @@ quant::GramUpdate cpu_gram_update(int threads) {
 // ---- calibration ----
 
 namespace {
+
+// Calibration sequences [s0, s0 + n) as one batch with their KV opened; the sequences are
+// closed when it goes (also when a step throws, so the pool is whole for the next call).
+class OpenBatch {
+ public:
+  OpenBatch(runtime::Engine& e, const std::vector<std::vector<int32_t>>& seqs, size_t s0, size_t n, int64_t len)
+      : kv_{e, {}} {
+    kv_.seqs.reserve(n);  // batch keeps pointers to the block tables
+    for (size_t i = 0; i < n; ++i) {
+      kv_.seqs.push_back(e.open_sequence());
+      e.grow_sequence(kv_.seqs.back(), int(len));
+      batch.add_sequence(seqs[s0 + i].data(), int(len), 0, kv_.seqs.back().ring_slot, &kv_.seqs.back().blocks, false,
+                         false);
+    }
+  }
+  runtime::BatchDesc batch;
+
+ private:
+  struct Kv {
+    runtime::Engine& e;
+    std::vector<runtime::Engine::SequenceKv> seqs;
+    ~Kv() {
+      for (auto& s : seqs) e.close_sequence(s);
+    }
+  } kv_;
+};
 
 // "layers.3.self_attn.q_proj.weight" → "self_attn.q_proj"
 std::string local_linear_name(const std::string& weight) {
@@ -135,19 +161,11 @@ EngineCalibrationExecutor::EngineCalibrationExecutor(const std::filesystem::path
   const int hv = engine_->plan().find_value("h");
   const int first0 = engine_->plan().layer_steps(0).first;
   for (size_t s0 = 0; s0 < seqs_.size(); s0 += size_t(batch_)) {
-    const size_t nb = std::min(seqs_.size() - s0, size_t(batch_));
-    runtime::BatchDesc b;
-    std::vector<runtime::Engine::SequenceKv> kvs(nb);
-    for (size_t i = 0; i < nb; ++i) {
-      kvs[i] = engine_->open_sequence();
-      engine_->grow_sequence(kvs[i], int(len_));
-      b.add_sequence(seqs_[s0 + i].data(), int(len_), 0, kvs[i].ring_slot, &kvs[i].blocks, false, false);
-    }
-    engine_->forward(b, 0, first0);
+    const OpenBatch ob(*engine_, seqs_, s0, std::min(seqs_.size() - s0, size_t(batch_)), len_);
+    engine_->forward(ob.batch, 0, first0);
     std::vector<float>& out = scratch_;
     engine_->backend().read_value(hv, &out);
     std::copy(out.begin(), out.end(), h_.begin() + int64_t(s0) * len_ * H);
-    for (auto& kv : kvs) engine_->close_sequence(kv);
   }
 }
 
@@ -283,13 +301,8 @@ void EngineCalibrationExecutor::for_each_batch(int layer, int start, int stop,
     throw Error("calibration: internal: no values kept at step " + std::to_string(start));
   for (size_t s0 = 0, batch = 0; s0 < seqs_.size(); s0 += size_t(batch_), ++batch) {
     const size_t nb = std::min(seqs_.size() - s0, size_t(batch_));
-    runtime::BatchDesc b;
-    std::vector<runtime::Engine::SequenceKv> kvs(nb);
-    for (size_t i = 0; i < nb; ++i) {
-      kvs[i] = e.open_sequence();
-      e.grow_sequence(kvs[i], int(len_));
-      b.add_sequence(seqs_[s0 + i].data(), int(len_), 0, kvs[i].ring_slot, &kvs[i].blocks, false, false);
-    }
+    const OpenBatch ob(e, seqs_, s0, nb, len_);
+    const runtime::BatchDesc& b = ob.batch;
     const size_t off = s0 * size_t(len_ * H), cnt = nb * size_t(len_ * H);
     // Size the values for this batch (runs the embedding: no Linear step, so an
     // observer that is set sees nothing), then restore the state at `start`.
@@ -301,8 +314,8 @@ void EngineCalibrationExecutor::for_each_batch(int layer, int start, int stop,
       if (layer > 0) e.backend().write_value(av, {a_.data() + off, cnt});
     }
     e.forward(b, start, stop);
+    steps_executed_ += first0 + (stop - start);
     after(batch, off);
-    for (auto& kv : kvs) e.close_sequence(kv);
   }
 }
 

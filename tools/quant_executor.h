@@ -24,8 +24,8 @@ class Engine;
 namespace g4c::tools {
 
 // Next-token scoring through Engine::logits: Σ −log p(ids[t+1] | ids[..t]), the sequence
-// fed in chunks of `chunk` tokens through the KV cache, fp32 log-softmax of the
-// soft-capped logits.
+// fed in chunks of `chunk` tokens through the KV cache; log-softmax of the soft-capped
+// fp32 logits with fp32 exps summed in float64.
 class EngineScorer {
  public:
   EngineScorer(const std::filesystem::path& dir, int max_len, int threads);
@@ -58,6 +58,9 @@ class EngineCalibrationExecutor : public quant::CalibrationExecutor {
   void run_layer(int layer, const Observer& observe, bool advance) override;
   std::vector<std::vector<std::string>> input_groups(int layer) const override;
   void observe_group(int layer, int group, const Observer& observe) override;
+  // Plan steps executed so far, summed over batches (embedding steps included): how much
+  // of the layers was computed (tests check that resumed pieces compute less).
+  int64_t steps_executed() const { return steps_executed_; }
   std::vector<float> weight(int layer, const std::string& linear) const override;
   void set_weight(int layer, const std::string& linear, std::span<const float> w) override;
 
@@ -84,6 +87,7 @@ class EngineCalibrationExecutor : public quant::CalibrationExecutor {
     std::vector<std::vector<std::vector<float>>> kept;  // [batch][value]
   };
   Cut cut_, next_cut_;
+  int64_t steps_executed_ = 0;
 
   std::unique_ptr<runtime::Engine> engine_;
   std::vector<std::vector<int32_t>> seqs_;

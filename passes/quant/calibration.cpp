@@ -105,16 +105,21 @@ std::vector<LinearReport> gptq_layer(CalibrationExecutor& exec, int layer, const
     tm.observe_forward += secs(t_observe, clock::now()) - (tm.hessian - h0);
     quantize_observed(exec, layer, which, obs, opt, tm, reports);
   } else {
-    // One observing pass per input group, the groups before it already quantized.
-    std::vector<bool> done(which.size(), false);
+    // One observing pass per input group, the groups before it already quantized. Every
+    // Linear must be in a group: checked before any weight changes.
     const std::vector<std::vector<std::string>> groups = exec.input_groups(layer);
+    auto in_group = [&](size_t g, const std::string& name) {
+      return std::find(groups[g].begin(), groups[g].end(), name) != groups[g].end();
+    };
+    for (const LinearInfo& li : which) {
+      bool found = false;
+      for (size_t g = 0; g < groups.size() && !found; ++g) found = in_group(g, li.name);
+      if (!found) throw Error(layer_str(layer) + li.name + " is in no input group of the executor");
+    }
     for (size_t g = 0; g < groups.size(); ++g) {
       std::vector<LinearInfo> lins;
-      for (size_t i = 0; i < which.size(); ++i)
-        if (std::find(groups[g].begin(), groups[g].end(), which[i].name) != groups[g].end()) {
-          lins.push_back(which[i]);
-          done[i] = true;
-        }
+      for (const LinearInfo& li : which)
+        if (in_group(g, li.name)) lins.push_back(li);
       if (lins.empty()) continue;
       Observation obs;
       const auto t_observe = clock::now();
@@ -123,8 +128,6 @@ std::vector<LinearReport> gptq_layer(CalibrationExecutor& exec, int layer, const
       tm.observe_forward += secs(t_observe, clock::now()) - (tm.hessian - h0);
       quantize_observed(exec, layer, lins, obs, opt, tm, reports);
     }
-    for (size_t i = 0; i < which.size(); ++i)
-      if (!done[i]) throw Error(layer_str(layer) + which[i].name + " is in no input group of the executor");
   }
   const auto t_advance = clock::now();
   exec.run_layer(layer, {}, /*advance=*/true);

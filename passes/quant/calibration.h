@@ -38,9 +38,9 @@ class CalibrationExecutor {
   virtual std::vector<std::vector<std::string>> input_groups(int layer) const = 0;
   // Runs `layer` with its current weights (earlier groups possibly quantized already)
   // up to the input of input_groups(layer)[group], reports that input (possibly in
-  // several calls), and stops there. Never advances. Called for groups 0, 1, … in order
-  // and followed by run_layer(layer, {}, true), an executor may resume each piece where
-  // the previous one stopped instead of starting from the layer's input.
+  // several calls), and stops there. Never advances. Called for increasing groups (some
+  // may be skipped) and followed by run_layer(layer, {}, true), an executor may resume each
+  // piece where the previous one stopped instead of starting from the layer's input.
   virtual void observe_group(int layer, int group, const Observer& observe) = 0;
   virtual std::vector<float> weight(int layer, const std::string& linear) const = 0;  // [out, in]
   virtual void set_weight(int layer, const std::string& linear, std::span<const float> w) = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <numeric>
 #include <string>
 #include <thread>
@@ -181,9 +182,26 @@ GptqResult gptq_quantize(const float* W, int64_t out, int64_t in, const Prepared
   if (nt <= 1) {
     solve_rows(0, out);
   } else {
+    // Range 0 runs here; an exception in any range is rethrown after every thread joined.
+    std::vector<std::exception_ptr> errors(static_cast<size_t>(nt));
+    auto guarded = [&](int64_t t) {
+      try {
+        solve_rows(out * t / nt, out * (t + 1) / nt);
+      } catch (...) {
+        errors[size_t(t)] = std::current_exception();
+      }
+    };
     std::vector<std::thread> pool;
-    for (int64_t t = 0; t < nt; ++t) pool.emplace_back(solve_rows, out * t / nt, out * (t + 1) / nt);
+    try {
+      for (int64_t t = 1; t < nt; ++t) pool.emplace_back(guarded, t);
+    } catch (...) {
+      for (auto& th : pool) th.join();
+      throw;
+    }
+    guarded(0);
     for (auto& th : pool) th.join();
+    for (const auto& e : errors)
+      if (e) std::rethrow_exception(e);
   }
   double loss = 0.0;
   for (const double l : row_loss) loss += l;

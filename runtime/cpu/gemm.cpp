@@ -73,7 +73,7 @@ void kernel_portable(int64_t kc, const float* a, int64_t ars, int64_t acs, const
   for (int64_t k = 0; k < kc; ++k, b += bks)
     for (int r = 0; r < MR; ++r) {
       const float ar = a[r * ars + k * acs];
-      for (int j = 0; j < NR; ++j) acc[r][j] += ar * b[j];
+      for (int j = 0; j < NR; ++j) acc[r][j] = std::fma(ar, b[j], acc[r][j]);  // one rounding, as vfmadd
     }
   for (int r = 0; r < MR; ++r)
     for (int j = 0; j < NR; ++j) c[r * ldc + j] = acc[r][j];
@@ -170,6 +170,7 @@ __attribute__((target("avx2,fma"))) float exp_shift_sum_avx2(float* p, int64_t n
 }  // namespace
 
 bool cpu_has_avx2_fma() { return kAvx2; }
+bool cpu_uses_avx512() { return kAvx512; }
 
 int64_t packed_b_floats(int64_t N, int64_t K) { return (N + NR - 1) / NR * NR * K; }
 
@@ -197,7 +198,7 @@ void gemm_tile(const MatView& A, const PanelB& B, int64_t M, int64_t N, int64_t 
     return;
   }
   const int64_t mp = (M + MR - 1) / MR, np = (N + NR - 1) / NR;
-  thread_local std::vector<float> a_edge, b_edge;
+  thread_local std::vector<float> a_edge;
   for (int64_t k0 = 0; k0 < K; k0 += kGemmKc) {
     const int64_t kc = std::min<int64_t>(kGemmKc, K - k0);
     const bool load = accumulate || k0 > 0;
@@ -212,13 +213,7 @@ void gemm_tile(const MatView& A, const PanelB& B, int64_t M, int64_t N, int64_t 
       const int64_t j0 = jp * NR, nr = std::min<int64_t>(NR, N - j0);
       const bool pair = kAvx512 && jp + 1 < np && N - j0 >= 2 * NR;
       const float* b0 = B.p + jp * B.panel_stride + k0 * B.k_stride;
-      int64_t bks = B.k_stride;
-      if (nr < NR && !B.padded) {  // ragged panel read straight from X: copy it zero-padded
-        b_edge.assign(size_t(kc * NR), 0.f);
-        for (int64_t k = 0; k < kc; ++k) std::memcpy(&b_edge[size_t(k * NR)], b0 + k * B.k_stride, size_t(nr) * 4);
-        b0 = b_edge.data();
-        bks = NR;
-      }
+      const int64_t bks = B.k_stride;
       const int64_t cols = pair ? 2 * NR : NR;
       for (int64_t ip = 0; ip < mp; ++ip) {
         const int64_t i0 = ip * MR, mr = std::min<int64_t>(MR, M - i0);

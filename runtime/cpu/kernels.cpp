@@ -96,7 +96,7 @@ void linear(ThreadPool& pool, const float* x, int rows, int K, const float* w0, 
       const int64_t m0 = task / col_tiles * kRowTile, n0 = task % col_tiles * kColTile;
       const int64_t mb = std::min<int64_t>(kRowTile, rows - m0), nb = std::min<int64_t>(kColTile, N - n0);
       for (int w = 0; w < (gate_up ? 2 : 1); ++w) {
-        PanelB b{nullptr, kGemmNr, kGemmNr * int64_t(K), true};
+        PanelB b{nullptr, kGemmNr, kGemmNr * int64_t(K)};
         if (pack_all) {
           b.p = packed[w] + n0 / kGemmNr * b.panel_stride;
         } else {

@@ -197,6 +197,8 @@ Offset<fb::ModelConfig> Builder::emit_config() {
 Plan Builder::build() {
   if (cfg_.hidden_size_per_layer_input != 0)
     throw Error(cfg_.source + ": per-layer inputs (hidden_size_per_layer_input) are not supported");
+  if (opts_.sliding_kv != "ring" && opts_.sliding_kv != "paged" && opts_.sliding_kv != "auto")
+    throw Error("reference plan: sliding_kv must be ring, paged or auto, got \"" + opts_.sliding_kv + "\"");
   // KV layout: one cache per layer, ring for sliding, paged for full.
   std::vector<Offset<fb::KvLayer>> kv;
   for (int i = 0; i < cfg_.num_layers; ++i) {

@@ -107,7 +107,8 @@ TEST(CpuKernels, RopeRotatesOnlyTheFirstPairs) {
 
 // ---- the GEMM tiles, attention and vector exp behind the CPU Linear (runtime/cpu/gemm.h,
 // attention.h): shapes that hit every edge of the 6×16 (6×32 with AVX-512) tiling, K past
-// the 256-deep k block, and more rows than one attention query block (64).
+// the 256-deep k block, and more rows than one attention query block (64). GPTQ's XᵀX on
+// these tiles: tests/quant/test_quant_executor.cpp.
 
 TEST(CpuKernels, LinearLargeRaggedShapesMatchFloat64) {
   cpu::ThreadPool pool(2);
@@ -134,24 +135,6 @@ TEST(CpuKernels, LinearLargeRaggedShapesMatchFloat64) {
         EXPECT_LT(nmse(y, ref), 1e-10) << "rows " << rows << " N " << N << " epilogue " << int(ep);
       }
     }
-}
-
-TEST(CpuKernels, GemmTileOnTransposedRowsAccumulatesXtX) {
-  // C += XᵀX with A and B both read straight from X [70, 40] (GPTQ's Hessian); 40 columns
-  // leave a ragged 8-column B panel, 70 rows span one k block.
-  const int rows = 70, n = 40;
-  auto X = random(size_t(rows) * n, 15);
-  auto C0 = random(size_t(n) * n, 16);
-  std::vector<float> C = C0;
-  cpu::gemm_tile({X.data(), 1, n}, cpu::panels_of_rows(X.data(), n), n, n, rows, C.data(), n, /*accumulate=*/true);
-  std::vector<double> ref(size_t(n) * n);
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j) {
-      double s = C0[i * n + j];
-      for (int r = 0; r < rows; ++r) s += double(X[r * n + i]) * X[r * n + j];
-      ref[i * n + j] = s;
-    }
-  EXPECT_LT(nmse(C, ref), 1e-10);  // 70-term fp32 chains: nmse ~1e-13
 }
 
 TEST(CpuKernels, GeluAndExpMatchFloat64) {
