@@ -69,10 +69,10 @@ void linear(ThreadPool& pool, const float* x, int rows, int K, const float* w0, 
   }
   // B panels: each weight packed once per call (a cost of 1/rows of the product), unless
   // it is huge (an LM head over a large vocabulary), when each task packs its own columns.
-  constexpr int64_t kRowTile = 16 * kGemmMr, kColTile = 256, kPackAllLimit = int64_t(1) << 26;
+  constexpr int64_t kRowTile = 16 * kGemmMr, kColTile = 256;
   const int64_t row_tiles = (rows + kRowTile - 1) / kRowTile, col_tiles = (N + kColTile - 1) / kColTile;
   const bool gate_up = epilogue == Epilogue::GeluTanhGateUp;
-  const bool pack_all = packed_b_floats(N, K) <= kPackAllLimit;
+  const bool pack_all = packed_b_floats(N, K) <= linear_pack_all_limit;
   thread_local std::vector<float> packed_storage[2];  // the calling thread's; workers use `packed`
   float* packed[2] = {nullptr, nullptr};
   if (pack_all) {

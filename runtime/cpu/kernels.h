@@ -10,6 +10,11 @@
 
 namespace g4c::runtime::cpu {
 
+// Weights whose packed panels exceed this many floats (an LM head over a large vocabulary)
+// are packed per task, column tile by column tile, instead of once per call. Default 2^26;
+// tests lower it to reach that path with small shapes.
+inline int64_t linear_pack_all_limit = int64_t(1) << 26;
+
 // y[rows, N] = epilogue(x[rows, K] · W0[N, K]ᵀ [, W1]); residual may alias y.
 void linear(ThreadPool& pool, const float* x, int rows, int K, const float* w0, const float* w1, int N,
             const float* residual, float* y, plan::fb::Epilogue epilogue);

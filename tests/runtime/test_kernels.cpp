@@ -112,12 +112,16 @@ TEST(CpuKernels, RopeRotatesOnlyTheFirstPairs) {
 
 TEST(CpuKernels, LinearLargeRaggedShapesMatchFloat64) {
   cpu::ThreadPool pool(2);
+  const int64_t limit = cpu::linear_pack_all_limit;
+  // limit 0: every task packs its own column tile (the path of a 262k-vocabulary LM head).
+  for (int64_t pack_limit : {limit, int64_t(0)})
   for (int rows : {6, 97, 200})
     for (int N : {45, 100}) {
       const int K = 300;
       auto x = random(size_t(rows) * K, 11), w0 = random(size_t(N) * K, 12), w1 = random(size_t(N) * K, 13);
       auto r = random(size_t(rows) * N, 14);
       for (Epilogue ep : {Epilogue::None, Epilogue::ResidualAdd, Epilogue::GeluTanhGateUp}) {
+        cpu::linear_pack_all_limit = pack_limit;
         std::vector<float> y = r;  // ResidualAdd in place (y aliases the residual)
         cpu::linear(pool, x.data(), rows, K, w0.data(), w1.data(), N, y.data(), y.data(), ep);
         std::vector<double> ref(size_t(rows) * N);
@@ -132,9 +136,11 @@ TEST(CpuKernels, LinearLargeRaggedShapesMatchFloat64) {
           }
         // One fp32 FMA chain of 300 N(0,1) products per output: relative error ~√300·6e-8
         // ≈ 1e-6, nmse ~1e-12; 1e-10 still catches any misplaced tile (nmse ~1).
-        EXPECT_LT(nmse(y, ref), 1e-10) << "rows " << rows << " N " << N << " epilogue " << int(ep);
+        EXPECT_LT(nmse(y, ref), 1e-10) << "rows " << rows << " N " << N << " epilogue " << int(ep)
+                                       << " pack limit " << pack_limit;
       }
     }
+  cpu::linear_pack_all_limit = limit;
 }
 
 TEST(CpuKernels, GeluAndExpMatchFloat64) {
