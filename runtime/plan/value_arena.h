@@ -6,6 +6,10 @@
 // (largest first, lowest offset that overlaps no placed value of an intersecting lifetime).
 // Intervals are inclusive, so a step's outputs never alias its inputs (kernels such as
 // attention require out != q). Pure C++: used by the CUDA backend, tested on the CPU.
+// The lifetimes assume whole-program runs: a caller that runs the program in pieces and
+// reads or writes values in between (Engine::forward(first, last), GPTQ calibration) may find
+// a value clobbered by one that shares its bytes, so such callers use unshared values (the
+// reference plans, or CudaOptions::share_values = 0).
 #pragma once
 
 #include <cstddef>
