@@ -146,8 +146,14 @@ void WeightStore::replace(int id, std::span<const float> values) {
     throw Error("WeightStore::replace: " + names_[id] + " has " + std::to_string(numel(id)) + " elements, got " +
                 std::to_string(values.size()));
   if (lazy_) {
-    materialize(id);
     replaced_[size_t(id)] = 1;
+    bool filled = false;  // never converted: take the new values, skip loading the old ones
+    std::call_once(once_[size_t(id)], [&] {
+      data_[id].assign(values.begin(), values.end());
+      done_[size_t(id)].store(true, std::memory_order_release);
+      filled = true;
+    });
+    if (filled) return;
   }
   std::copy(values.begin(), values.end(), data_[id].begin());
 }

@@ -77,6 +77,12 @@ class CudaBackend final : public runtime::Backend {
   // memory
   void* dmalloc(size_t bytes, const char* what);
   void dfree(void*& p);
+  void grow_buffers(int cap_T, int cap_S, int cap_R);  // cuda_backend.cpp, for ensure_capacity
+  // Host → device copy ordered on the compute stream, complete on return. (A plain cudaMemcpy
+  // from pageable memory runs on the legacy stream, which does not order the non-blocking
+  // compute stream, and may return before its DMA has landed.)
+  void upload(void* dst, const void* src, size_t bytes, const char* what);
+  void zero(void* dst, size_t bytes, const char* what);  // cudaMemsetAsync on the compute stream
   std::string breakdown() const;
   // weights (cuda_weights.cpp)
   void load_weights();
@@ -123,6 +129,7 @@ class CudaBackend final : public runtime::Backend {
   bf16* sib_out_ = nullptr;
   int sib_widest_ = 0;
   int sib_done_ = -1;  // group whose GEMM already ran in the current run_steps call
+  int run_first_ = 0, run_last_ = 0;  // the step range of the current run_steps call
   std::vector<KvGroup> groups_;
   std::vector<DevKv> kv_;
   int max_blocks_ = 1;

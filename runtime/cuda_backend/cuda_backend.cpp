@@ -74,6 +74,16 @@ void* CudaBackend::dmalloc(size_t bytes, const char* what) {
   return p;
 }
 
+void CudaBackend::upload(void* dst, const void* src, size_t bytes, const char* what) {
+  if (!bytes) return;
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, device_->stream()), what);
+  check(cudaStreamSynchronize(device_->stream()), what);
+}
+
+void CudaBackend::zero(void* dst, size_t bytes, const char* what) {
+  if (bytes) check(cudaMemsetAsync(dst, 0, bytes, device_->stream()), what);
+}
+
 void CudaBackend::dfree(void*& p) {
   if (!p) return;
   auto it = std::find(allocs_.begin(), allocs_.end(), p);
@@ -202,9 +212,11 @@ void CudaBackend::ensure_capacity(int T, int S, int R) {
   if (T <= cap_T_ && S <= cap_S_ && R <= cap_R_) return;
   check(cudaStreamSynchronize(device_->stream()), "synchronize before growing buffers");
   drop_graphs();
-  cap_T_ = std::max(cap_T_, T);
-  cap_S_ = std::max(cap_S_, S);
-  cap_R_ = std::max(cap_R_, R);
+  const int want_T = std::max(cap_T_, T), want_S = std::max(cap_S_, S), want_R = std::max(cap_R_, R);
+  // Everything is freed before anything is allocated (a tight budget holds one generation of
+  // buffers); until all allocations succeeded the capacities read 0, so a failed growth (over
+  // budget) leaves no null buffer behind a capacity that claims it exists.
+  cap_T_ = cap_S_ = cap_R_ = 0;
   if (value_arena_) {
     dfree(value_arena_);
     for (auto& v : values_) v.ptr = nullptr;
@@ -214,6 +226,15 @@ void CudaBackend::ensure_capacity(int T, int S, int R) {
   dfree(meta_dev_);
   dfree(reinterpret_cast<void*&>(lm_tmp_));
   dfree(attn_ws_);
+  dfree(reinterpret_cast<void*&>(sib_out_));
+  grow_buffers(want_T, want_S, want_R);
+  cap_T_ = want_T;
+  cap_S_ = want_S;
+  cap_R_ = want_R;
+}
+
+// ensure_capacity's allocations, for cap_T × cap_S × cap_R (all buffers freed before).
+void CudaBackend::grow_buffers(int cap_T, int cap_S, int cap_R) {
   arena_bytes_ = 0;
   ws_bytes_ = gemm_ws_bytes_ ? align256(gemm_ws_bytes_) : 0;
   // Value buffers. A reference plan reuses a dozen named values across layers: one buffer each
@@ -225,7 +246,7 @@ void CudaBackend::ensure_capacity(int T, int S, int R) {
   size_t separate = 0;
   for (size_t i = 0; i < values_.size(); ++i) {
     const auto& v = values_[i];
-    const int rows = v.rows == fb::RowSpace::LogitRows ? cap_R_ : v.rows == fb::RowSpace::Sequences ? cap_S_ : cap_T_;
+    const int rows = v.rows == fb::RowSpace::LogitRows ? cap_R : v.rows == fb::RowSpace::Sequences ? cap_S : cap_T;
     vbytes[i] = size_t(rows) * v.cols * v.elem();
     separate += align256(vbytes[i]);
   }
@@ -241,7 +262,7 @@ void CudaBackend::ensure_capacity(int T, int S, int R) {
   const plan::ArenaLayout layout = plan::place_values(life, vbytes);
   if (opts_.share_values == 1 || (opts_.share_values < 0 && layout.bytes * 4 <= separate)) {
     value_arena_ = dmalloc(layout.bytes, "activation arena (values placed by lifetime)");
-    check(cudaMemset(value_arena_, 0, align256(layout.bytes)), "cudaMemset(arena)");
+    zero(value_arena_, align256(layout.bytes), "cudaMemset(arena)");
     for (size_t i = 0; i < values_.size(); ++i)
       values_[i].ptr = vbytes[i] ? static_cast<unsigned char*>(value_arena_) + layout.offset[i] : nullptr;
     arena_bytes_ += align256(layout.bytes);
@@ -249,16 +270,15 @@ void CudaBackend::ensure_capacity(int T, int S, int R) {
     for (size_t i = 0; i < values_.size(); ++i) {
       auto& v = values_[i];
       v.ptr = dmalloc(vbytes[i], "activation arena");
-      check(cudaMemset(v.ptr, 0, align256(vbytes[i])), "cudaMemset(arena)");
+      zero(v.ptr, align256(vbytes[i]), "cudaMemset(arena)");
       arena_bytes_ += align256(vbytes[i]);
     }
   }
-  lm_tmp_ = static_cast<bf16*>(dmalloc(size_t(cap_R_) * H_ * 2, "LM head rows"));
-  arena_bytes_ += align256(size_t(cap_R_) * H_ * 2);
-  dfree(reinterpret_cast<void*&>(sib_out_));
+  lm_tmp_ = static_cast<bf16*>(dmalloc(size_t(cap_R) * H_ * 2, "LM head rows"));
+  arena_bytes_ += align256(size_t(cap_R) * H_ * 2);
   if (sib_widest_ > 0) {
-    sib_out_ = static_cast<bf16*>(dmalloc(size_t(cap_T_) * sib_widest_ * 2, "sibling Linear outputs"));
-    arena_bytes_ += align256(size_t(cap_T_) * sib_widest_ * 2);
+    sib_out_ = static_cast<bf16*>(dmalloc(size_t(cap_T) * sib_widest_ * 2, "sibling Linear outputs"));
+    arena_bytes_ += align256(size_t(cap_T) * sib_widest_ * 2);
   }
   // Attention split-KV workspace: the most any step can ask for (decode of cap_S sequences,
   // 32 splits, the widest layer).
@@ -269,15 +289,15 @@ void CudaBackend::ensure_capacity(int T, int S, int R) {
     cuda::AttnBatch b;
     // Splits happen only for decode-sized chunks (max_q_len · group ≤ 16, attention.cu).
     const int group = std::max(1, a->num_q_heads() / std::max(1, a->num_kv_heads()));
-    b.num_requests = cap_S_;
-    b.total_q = std::min(cap_T_, cap_S_ * std::max(1, 16 / group));
+    b.num_requests = cap_S;
+    b.total_q = std::min(cap_T, cap_S * std::max(1, 16 / group));
     attn = std::max(attn, cuda::attention_workspace_bytes(b, a->num_q_heads(), a->head_dim(), 32));
   }
   attn_ws_bytes_ = attn;
   attn_ws_ = dmalloc(attn, "attention workspace");
   ws_bytes_ += align256(attn);
   // Metadata.
-  MetaLayout m = layout_meta(cap_T_, cap_S_, cap_R_, int(groups_.size()), max_blocks_);
+  MetaLayout m = layout_meta(cap_T, cap_S, cap_R, int(groups_.size()), max_blocks_);
   meta_ = m;
   meta_dev_ = dmalloc(m.bytes, "batch metadata");
   ws_bytes_ += align256(m.bytes);
@@ -310,6 +330,11 @@ void CudaBackend::execute(const BatchDesc& batch, int first, int last) {
   if (!plan_) throw Error("cuda backend: execute() before prepare()");
   const int nsteps = int((*plan_)->program()->size());
   if (first < 0 || last > nsteps || first > last) throw Error("cuda backend: bad step range");
+  // Values placed by whole-program lifetime may share bytes: a piece could find its inputs, or
+  // leave its outputs, overwritten (value_arena.h). Refuse instead of computing garbage.
+  if (value_arena_ && (first > 0 || last < nsteps))
+    throw Error("cuda backend: piecewise execution (steps " + std::to_string(first) + ".." + std::to_string(last) +
+                ") needs one buffer per value; this plan's values share an arena (CudaOptions::share_values = 0)");
   const double t0 = trace_ ? trace_->now_us() : 0.0;
   if (first == 0) {
     check(cudaStreamSynchronize(device_->stream()), "synchronize before a new batch");
@@ -399,6 +424,8 @@ void CudaBackend::execute(const BatchDesc& batch, int first, int last) {
 void CudaBackend::run_steps(int first, int last) {
   const auto* prog = (*plan_)->program();
   sib_done_ = -1;
+  run_first_ = first;
+  run_last_ = last;
   for (int i = first; i < last; ++i) {
     const auto* st = prog->Get(i);
     const bool timed = trace_on() && !capturing_;
@@ -502,7 +529,7 @@ void CudaBackend::write_value(int value, std::span<const float> data) {
       std::memcpy(host.data() + 2 * i, &b, 2);
     }
   }
-  check(cudaMemcpy(v.ptr, host.data(), host.size(), cudaMemcpyHostToDevice), "write_value copy");
+  upload(v.ptr, host.data(), host.size(), "write_value copy");
 }
 
 runtime::CudaInfo CudaBackend::info() const {

@@ -66,11 +66,11 @@ void CudaBackend::upload_dense(int id) {
   // back: it is exact on values that came from BF16); others are converted from fp32.
   const std::span<const uint16_t> raw = store_->checkpoint_bf16(id);
   if (raw.size() == n) {
-    check(cudaMemcpy(w.mem, raw.data(), w.bytes, cudaMemcpyHostToDevice), "weight upload");
+    upload(w.mem, raw.data(), w.bytes, "weight upload");
   } else {
     std::vector<uint16_t> host(n);
     to_bf16(store_->data(id), host.data(), n);
-    check(cudaMemcpy(w.mem, host.data(), w.bytes, cudaMemcpyHostToDevice), "weight upload");
+    upload(w.mem, host.data(), w.bytes, "weight upload");
   }
   w.kind = DevWeight::kBf16;
   const auto& shape = store_->shape(id);
@@ -108,7 +108,7 @@ DevWeight CudaBackend::make_int4(int id, int up_id, const models::Checkpoint* ck
     auto v = ck->get(key->str());
     auto bytes = v.bytes();
     void* d = dmalloc(bytes.size(), "INT4 staging");
-    check(cudaMemcpy(d, bytes.data(), bytes.size(), cudaMemcpyHostToDevice), "INT4 upload");
+    upload(d, bytes.data(), bytes.size(), "INT4 upload");
     tmp.push_back(d);
     return d;
   };
@@ -149,9 +149,9 @@ void CudaBackend::upload_pair(int gate, int up, const models::Checkpoint* ck) {
   void* tg = dmalloc(n * 2, "gate staging");
   void* tu = dmalloc(n * 2, "up staging");
   store_bf16(*store_, gate, host.data());
-  check(cudaMemcpy(tg, host.data(), n * 2, cudaMemcpyHostToDevice), "gate upload");
+  upload(tg, host.data(), n * 2, "gate upload");
   store_bf16(*store_, up, host.data());
-  check(cudaMemcpy(tu, host.data(), n * 2, cudaMemcpyHostToDevice), "up upload");
+  upload(tu, host.data(), n * 2, "up upload");
   dst.bytes = 2 * n * 2;
   dst.mem = dmalloc(dst.bytes, ("weight " + store_->name(gate) + "+up").c_str());
   weight_bytes_ += align256(dst.bytes);
@@ -226,7 +226,7 @@ void CudaBackend::load_weights() {
   if (ws_bytes) {
     gemm_ws_ = dmalloc(ws_bytes, "INT4 GEMM workspace");
     gemm_ws_bytes_ = ws_bytes;
-    check(cudaMemset(gemm_ws_, 0, ws_bytes), "cudaMemset(INT4 GEMM workspace)");
+    zero(gemm_ws_, ws_bytes, "cudaMemset(INT4 GEMM workspace)");
   }
 }
 
@@ -322,7 +322,7 @@ void CudaBackend::upload_siblings(int gi, const models::Checkpoint* ck) {
       size_t off = 0;
       for (int w : g.weights) {
         auto b = ck->get(key_of(ws->Get(w)->int4())->str()).bytes();
-        check(cudaMemcpy(static_cast<unsigned char*>(d) + off, b.data(), b.size(), cudaMemcpyHostToDevice), what);
+        upload(static_cast<unsigned char*>(d) + off, b.data(), b.size(), what);
         off += b.size();
       }
       return d;
@@ -352,7 +352,7 @@ void CudaBackend::upload_siblings(int gi, const models::Checkpoint* ck) {
   g.w.bytes = host.size() * 2;
   g.w.mem = dmalloc(g.w.bytes, ("weight " + store_->name(g.weights[0]) + " + siblings").c_str());
   weight_bytes_ += align256(g.w.bytes);
-  check(cudaMemcpy(g.w.mem, host.data(), g.w.bytes, cudaMemcpyHostToDevice), "weight upload (siblings)");
+  upload(g.w.mem, host.data(), g.w.bytes, "weight upload (siblings)");
   g.w.kind = DevWeight::kBf16;
   g.w.bw.w = g.w.ptr();
   g.w.bw.n = g.total;

@@ -263,7 +263,9 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
 }
 
 // A sibling group's members: the first one run in a run_steps call does the group's GEMM into
-// sib_out_ and copies every member's column range to its output value; later members are done.
+// sib_out_ and copies the column ranges of the members inside that call's step range to their
+// output values (a piece that ends inside the group neither writes nor observes the rest);
+// later members are done.
 void CudaBackend::run_siblings(int index, int gi) {
   if (sib_done_ == gi) return;
   const SiblingGroup& g = siblings_[gi];
@@ -276,7 +278,8 @@ void CudaBackend::run_siblings(int index, int gi) {
   if (observer_ && !capturing_) {
     std::vector<float> host;
     const int rows = read_value(xid, &host);
-    for (int k : g.steps) observer_(k, host.data(), rows, x.cols);
+    for (int k : g.steps)
+      if (k >= run_first_ && k < run_last_) observer_(k, host.data(), rows, x.cols);
   }
   cuda::GemmOut o;
   o.y = sib_out_;
@@ -290,7 +293,7 @@ void CudaBackend::run_siblings(int index, int gi) {
   int col = 0;
   for (int k = 0; k < int(g.steps.size()); ++k) {
     auto& y = values_.at(prog->Get(g.steps[k])->outputs()->Get(0));
-    if (m > 0)
+    if (m > 0 && g.steps[k] >= run_first_ && g.steps[k] < run_last_)
       ok(cudaMemcpy2DAsync(y.ptr, size_t(y.cols) * 2, sib_out_ + col, size_t(g.total) * 2, size_t(g.cols[k]) * 2, m,
                            cudaMemcpyDeviceToDevice, s),
          st);

@@ -318,11 +318,23 @@ TEST(CudaBackend, SharedValueArenaIsBitwiseEqual) {
   apart.share_values = 0;
   shared.share_values = 1;
   auto a = open_cuda(tiny_dir(), apart), b = open_cuda(tiny_dir(), shared);
+  for (const char* p : {"p0", "p1", "p2"})
+    for (int chunk : {0, 1}) {  // whole-prompt prefill, and token by token (decode-sized steps)
+      auto la = a->logits(g.ids(p), chunk), lb = b->logits(g.ids(p), chunk);
+      ASSERT_EQ(la.size(), lb.size());
+      EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * 4), 0) << p << " chunk " << chunk;
+    }
+  // Batched greedy decoding (CUDA graphs per bucket): the same tokens.
+  std::vector<runtime::GenerationRequest> reqs;
   for (const char* p : {"p0", "p1", "p2"}) {
-    auto la = a->logits(g.ids(p)), lb = b->logits(g.ids(p));
-    ASSERT_EQ(la.size(), lb.size());
-    EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * 4), 0) << p;
+    runtime::GenerationRequest r;
+    r.prompt = g.ids(p);
+    r.max_new_tokens = 24;
+    r.ignore_eos = true;
+    reqs.push_back(std::move(r));
   }
+  auto ra = a->generate(reqs), rb = b->generate(reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(ra[i].tokens, rb[i].tokens) << "request " << i;
   auto ia = runtime::cuda_info(a->backend()), ib = runtime::cuda_info(b->backend());
   std::printf("[ measured ] activation arena: one buffer per value %.1f MiB, shared %.1f MiB\n",
               ia.arena_bytes / 1048576.0, ib.arena_bytes / 1048576.0);
@@ -429,20 +441,24 @@ TEST(CudaBackend, SiblingFusionMatchesSeparateGemms) {
   runtime::CudaOptions fused;
   fused.fuse_siblings = true;
   // BF16 weights (the tiny checkpoint) and INT4 g128 (raw codes concatenated, repacked once).
+  // Asymmetric INT4 g64 with BF16 scales too: the zeros rows are concatenated as well.
   const fs::path int4 = write_int4_tiny("siblings", true, g4c::DType::F16, 128);
-  for (const fs::path& dir : {tiny_dir(), int4}) {
-    auto a = open_cuda(dir), b = open_cuda(dir, fused);
-    Compare c;
-    for (const char* p : {"p0", "p1", "p2"}) {
-      auto ids = g.ids(p);
-      auto la = a->logits(ids), lb = b->logits(ids);
-      c.add(lb.data(), la.data(), int(ids.size()), a->vocab_size());
+  const fs::path int4a = write_int4_tiny("siblings_asym", false, g4c::DType::BF16, 64);
+  for (const fs::path& dir : {tiny_dir(), int4, int4a})
+    for (int chunk : {0, 1}) {  // chunk 1: every step is decode-sized (m = 1: the streaming GEMM)
+      auto a = open_cuda(dir), b = open_cuda(dir, fused);
+      Compare c;
+      for (const char* p : {"p0", "p1", "p2"}) {
+        auto ids = g.ids(p);
+        auto la = a->logits(ids, chunk), lb = b->logits(ids, chunk);
+        c.add(lb.data(), la.data(), int(ids.size()), a->vocab_size());
+      }
+      std::printf("[ measured ] %s chunk %d: sibling fusion vs separate GEMMs: top-1 %.4f mean |dlogit| %.4g max %.4g\n",
+                  dir.filename().c_str(), chunk, c.top1(), c.mean(), c.max_abs);
+      EXPECT_GE(c.top1(), kTop1);
+      EXPECT_LE(c.mean(), kMeanAbsDelta);
     }
-    std::printf("[ measured ] %s: sibling fusion vs separate GEMMs: top-1 %.4f mean |dlogit| %.4g max %.4g\n",
-                dir.filename().c_str(), c.top1(), c.mean(), c.max_abs);
-    EXPECT_GE(c.top1(), kTop1);
-    EXPECT_LE(c.mean(), kMeanAbsDelta);
-  }
   fs::remove_all(int4);
+  fs::remove_all(int4a);
 }
 

@@ -29,7 +29,7 @@ TEST(WeightStore, LazyConvertsOnFirstUseAndEqualsEager) {
   ASSERT_GE(w, 0);
   EXPECT_EQ(std::memcmp(lazy->data(w), eager->data(w), eager->numel(w) * 4), 0);
   EXPECT_EQ(lazy->loaded(), 1);
-  // replace() of a weight never read: loads it, then overwrites it.
+  // replace() of a weight never read: takes the new values (without loading the old ones).
   const int e = lazy->find("embed_tokens.weight");
   ASSERT_GE(e, 0);
   std::vector<float> ones(lazy->numel(e), 1.0f);
