@@ -3,10 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <exception>
 #include <numeric>
 #include <string>
-#include <thread>
 
 #include "models/error.h"
 #include "passes/quant/linalg.h"
@@ -178,31 +176,7 @@ GptqResult gptq_quantize(const float* W, int64_t out, int64_t in, const Prepared
       }
     }
   };
-  const int64_t nt = std::clamp<int64_t>(opt.threads, 1, std::max<int64_t>(1, out / 16));
-  if (nt <= 1) {
-    solve_rows(0, out);
-  } else {
-    // Range 0 runs here; an exception in any range is rethrown after every thread joined.
-    std::vector<std::exception_ptr> errors(static_cast<size_t>(nt));
-    auto guarded = [&](int64_t t) {
-      try {
-        solve_rows(out * t / nt, out * (t + 1) / nt);
-      } catch (...) {
-        errors[size_t(t)] = std::current_exception();
-      }
-    };
-    std::vector<std::thread> pool;
-    try {
-      for (int64_t t = 1; t < nt; ++t) pool.emplace_back(guarded, t);
-    } catch (...) {
-      for (auto& th : pool) th.join();
-      throw;
-    }
-    guarded(0);
-    for (auto& th : pool) th.join();
-    for (const auto& e : errors)
-      if (e) std::rethrow_exception(e);
-  }
+  parallel_ranges(out, int(std::clamp<int64_t>(opt.threads, 1, std::max<int64_t>(1, out / 16))), 1, solve_rows);
   double loss = 0.0;
   for (const double l : row_loss) loss += l;
   // Padding columns decode to 0.

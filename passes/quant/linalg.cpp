@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <thread>
 #include <vector>
 
@@ -77,15 +78,35 @@ void sgemm_acc(int64_t M, int64_t N, int64_t K, const float* A, int64_t a_sm, in
     rows(0, M);
     return;
   }
-  threads = int(std::min<int64_t>(threads, M / 4));
+  parallel_ranges(M, int(std::min<int64_t>(threads, M / 4)), 4, rows);
+}
+
+void parallel_ranges(int64_t n, int threads, int64_t align, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  align = std::max<int64_t>(1, align);
+  threads = std::max(1, threads);
+  const int64_t per = ((n + threads - 1) / threads + align - 1) / align * align;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (int64_t b = 0; b < n; b += per) ranges.emplace_back(b, std::min(n, b + per));
+  std::vector<std::exception_ptr> errors(ranges.size());
+  auto guarded = [&](size_t r) {
+    try {
+      fn(ranges[r].first, ranges[r].second);
+    } catch (...) {
+      errors[r] = std::current_exception();
+    }
+  };
   std::vector<std::thread> pool;
-  int64_t per = (M / threads + 3) / 4 * 4;
-  for (int t = 0; t < threads; ++t) {
-    int64_t r0 = t * per, r1 = std::min(M, r0 + per);
-    if (r0 >= r1) break;
-    pool.emplace_back(rows, r0, r1);
+  try {
+    for (size_t r = 1; r < ranges.size(); ++r) pool.emplace_back(guarded, r);
+  } catch (...) {
+    for (auto& th : pool) th.join();
+    throw;
   }
+  guarded(0);
   for (auto& th : pool) th.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 
 // Works on U = Lᵀ stored row-major (upper), so every update is a contiguous axpy.

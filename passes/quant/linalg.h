@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 namespace g4c::quant {
 
@@ -12,6 +13,11 @@ namespace g4c::quant {
 // and a generic version picked at load time. Runs on `threads` threads (≥1).
 void sgemm_acc(int64_t M, int64_t N, int64_t K, const float* A, int64_t a_sm, int64_t a_sk, const float* B,
                int64_t ldb, float* C, int64_t ldc, int threads = 1);
+
+// fn(begin, end) over up to `threads` contiguous ranges of [0, n) whose bounds are multiples
+// of `align`; the calling thread runs the first. Returns when all are done, rethrowing the
+// first exception any range threw. (passes/ has no thread pool: runtime/ owns that one.)
+void parallel_ranges(int64_t n, int threads, int64_t align, const std::function<void(int64_t, int64_t)>& fn);
 
 // In-place lower Cholesky of the symmetric positive-definite n×n row-major A
 // (only the lower triangle is read; the upper is zeroed). Returns false when A
