@@ -33,16 +33,16 @@ void to_bf16(const float* in, uint16_t* out, size_t n) {
   for (auto& t : th) t.join();
 }
 
-// The BF16 bits of store weight `id` into out[numel]: the checkpoint's own bits while the store
-// still holds them (WeightStore::checkpoint_bf16; the same bits to_bf16 gives back), else
-// converted from the store's fp32 values (e.g. after a GPTQ weight update).
-void store_bf16(const runtime::WeightStore& store, int id, uint16_t* out) {
+// The BF16 bits of store weight `id` (numel values): the checkpoint's own bits while the store
+// still holds them (WeightStore::checkpoint_bf16; the same bits to_bf16 gives back, without a
+// copy), else converted from the store's fp32 values into `scratch` (e.g. after a GPTQ update).
+const uint16_t* store_bf16(const runtime::WeightStore& store, int id, std::vector<uint16_t>& scratch) {
   const size_t n = store.numel(id);
   const std::span<const uint16_t> raw = store.checkpoint_bf16(id);
-  if (raw.size() == n)
-    std::memcpy(out, raw.data(), n * 2);
-  else
-    to_bf16(store.data(id), out, n);
+  if (raw.size() == n) return raw.data();
+  scratch.resize(n);
+  to_bf16(store.data(id), scratch.data(), n);
+  return scratch.data();
 }
 
 }  // namespace
@@ -62,16 +62,8 @@ void CudaBackend::upload_dense(int id) {
   w.bytes = n * 2;
   w.mem = dmalloc(w.bytes, ("weight " + store_->name(id)).c_str());
   weight_bytes_ += align256(w.bytes);
-  // Unchanged BF16 checkpoint tensors go up as they are (the same bits to_bf16 would give
-  // back: it is exact on values that came from BF16); others are converted from fp32.
-  const std::span<const uint16_t> raw = store_->checkpoint_bf16(id);
-  if (raw.size() == n) {
-    upload(w.mem, raw.data(), w.bytes, "weight upload");
-  } else {
-    std::vector<uint16_t> host(n);
-    to_bf16(store_->data(id), host.data(), n);
-    upload(w.mem, host.data(), w.bytes, "weight upload");
-  }
+  std::vector<uint16_t> scratch;
+  upload(w.mem, store_bf16(*store_, id, scratch), w.bytes, "weight upload");
   w.kind = DevWeight::kBf16;
   const auto& shape = store_->shape(id);
   if (shape.size() == 2) {
@@ -145,13 +137,11 @@ void CudaBackend::upload_pair(int gate, int up, const models::Checkpoint* ck) {
   const int f = int(shape[0]), k = int(shape[1]);
   if (f % 8 != 0 || k % 8 != 0) throw Error("cuda backend: gate/up width and input must be multiples of 8");
   const size_t n = size_t(f) * k;
-  std::vector<uint16_t> host(n);
+  std::vector<uint16_t> scratch;
   void* tg = dmalloc(n * 2, "gate staging");
   void* tu = dmalloc(n * 2, "up staging");
-  store_bf16(*store_, gate, host.data());
-  upload(tg, host.data(), n * 2, "gate upload");
-  store_bf16(*store_, up, host.data());
-  upload(tu, host.data(), n * 2, "up upload");
+  upload(tg, store_bf16(*store_, gate, scratch), n * 2, "gate upload");
+  upload(tu, store_bf16(*store_, up, scratch), n * 2, "up upload");
   dst.bytes = 2 * n * 2;
   dst.mem = dmalloc(dst.bytes, ("weight " + store_->name(gate) + "+up").c_str());
   weight_bytes_ += align256(dst.bytes);
@@ -345,8 +335,9 @@ void CudaBackend::upload_siblings(int gi, const models::Checkpoint* ck) {
   }
   std::vector<uint16_t> host(size_t(g.total) * k);
   size_t off = 0;
+  std::vector<uint16_t> scratch;
   for (int w : g.weights) {
-    store_bf16(*store_, w, host.data() + off);
+    std::memcpy(host.data() + off, store_bf16(*store_, w, scratch), store_->numel(w) * 2);
     off += store_->numel(w);
   }
   g.w.bytes = host.size() * 2;
