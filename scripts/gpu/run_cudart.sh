@@ -17,10 +17,16 @@ O=${OUT:-/tmp/g4c-cudart}
 mkdir -p "$O"
 BIN=/tmp/g4c-cudart-bin
 mkdir -p "$BIN"
-for b in g4c_gpu_runtime_test g4c_cudart_bench g4c_gpu_kernels_test; do
-  xz -dc "$P/$b.xz" > "$BIN/$b" && chmod +x "$BIN/$b"
+for b in g4c_gpu_runtime_test g4c_cudart_bench g4c_gpu_kernels_test g4c_gpu_decode_bench g4c_gpu_kernels_bench; do
+  [ -x "$BIN/$b" ] && [ "$BIN/$b" -nt "$P/$b.xz" ] || { xz -dc "$P/$b.xz" > "$BIN/$b" && chmod +x "$BIN/$b"; }
 done
-export G4C_SOURCE_DIR=$PWD G4C_SHARED_DIR=$PWD/$P/shared
+# The goldens travel xz-compressed (carry limit); unpacked once per machine.
+S=/tmp/g4c-cudart-shared
+G=$S/golden/gemma4-tiny
+mkdir -p "$G"
+[ -f "$G/golden_logits.safetensors" ] || xz -dc "$P/shared/golden/gemma4-tiny/golden_logits.safetensors.xz" > "$G/golden_logits.safetensors"
+cp -f "$P/shared/golden/gemma4-tiny/golden_generate.json" "$G/"
+export G4C_SOURCE_DIR=$PWD G4C_SHARED_DIR=$S
 nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader
 date -u
 if [ "${SKIP_TINY:-0}" != 1 ]; then
