@@ -144,16 +144,19 @@ void Lowering::lower(Operation* op) {
                       .num_q_heads = int(f.getNumHeadsAttr().getInt()), .num_kv_heads = int(f.getNumKvHeadsAttr().getInt()),
                       .head_dim = int(f.getHeadDimAttr().getInt()), .rotary_pairs = int(f.getRotaryPairsAttr().getInt()),
                       .kv_layer = kvIndex_.at(f.getLayerAttr().getInt()), .rope_theta = f.getRopeTheta().convertToDouble(),
-                      .v_from_k = f.getVRaw() == f.getKRaw()});
+                      .v_from_k = f.getVRaw() == f.getKRaw(), .k_from_v = f.getVOnly()});
   } else if (auto a = dyn_cast<g4::AttentionOp>(op)) {
-    if (a.getKFromV())
-      throw Error("codegen: layer " + std::to_string(a.getLayerAttr().getInt()) +
-                  " stores V only (--kv-shared); plan format has no kernel that recomputes K from V");
+    // k_from_v (K=V stored once): the kernel recomputes K = rope(V ⊙ k_norm) from the cache.
+    const bool kFromV = a.getKFromV();
     steps_.push_back({.kernel = fb::KernelId::Attention, .layer = layer, .inputs = {use(a.getQuery(), op)},
-                      .outputs = {value(a, t + "attention")}, .label = t + "attention",
-                      .scale = float(a.getScale().convertToDouble()), .window = int(a.getWindowAttr().getInt()),
-                      .num_q_heads = int(a.getNumHeadsAttr().getInt()), .num_kv_heads = int(a.getNumKvHeadsAttr().getInt()),
-                      .head_dim = int(a.getHeadDimAttr().getInt()), .kv_layer = kvIndex_.at(a.getLayerAttr().getInt())});
+                      .outputs = {value(a, t + "attention")},
+                      .weights = kFromV ? std::vector<int>{weight(a.getKNormAttr())} : std::vector<int>{},
+                      .label = t + "attention", .scale = float(a.getScale().convertToDouble()),
+                      .window = int(a.getWindowAttr().getInt()), .num_q_heads = int(a.getNumHeadsAttr().getInt()),
+                      .num_kv_heads = int(a.getNumKvHeadsAttr().getInt()), .head_dim = int(a.getHeadDimAttr().getInt()),
+                      .rotary_pairs = kFromV ? int(a.getRotaryPairsAttr().getInt()) : 0,
+                      .kv_layer = kvIndex_.at(a.getLayerAttr().getInt()),
+                      .rope_theta = kFromV ? a.getRopeThetaAttr().getValueAsDouble() : 0.0, .k_from_v = kFromV});
   } else if (auto r = dyn_cast<g4::NormResidualOp>(op)) {
     const bool attn = r.getPost().contains("post_attention");
     const std::string what = attn ? "attn_residual" : "ffn_residual";
@@ -197,7 +200,7 @@ std::vector<uint8_t> Lowering::run() {
     kv.push_back(fb::CreateKvLayer(fbb_, int(b.getLayerAttr().getInt()), ring ? fb::KvKind::Ring : fb::KvKind::Paged,
                                    int(b.getNumKvHeadsAttr().getInt()), int(b.getHeadDimAttr().getInt()),
                                    ring ? int(capacity + 1 - maxChunk) : 0, capacity, ring ? 0 : int(blockSize),
-                                   /*kv_shared=*/false, opts_.kv_bf16 ? fb::DType::BF16 : fb::DType::F32));
+                                   /*kv_shared=*/!b.getStoresKey(), opts_.kv_bf16 ? fb::DType::BF16 : fb::DType::F32));
   }
 
   for (Operation& op : body) lower(&op);

@@ -305,6 +305,8 @@ LogicalResult QKNormRopeKVWriteOp::verify() {
   if (getRotaryPairsAttr().getInt() < 0 || getRotaryPairsAttr().getInt() > d / 2)
     return emitOpError("rotary_pairs must be in [0, head_dim/2]");
   if (getWindowAttr().getInt() < 0) return emitOpError("window must be >= 0 (0 = full attention)");
+  if (getVOnly() && getKRaw() != getVRaw())
+    return emitOpError("v_only (K recomputed from V) needs k_raw and v_raw to be the same value");
   return success();
 }
 

@@ -516,6 +516,9 @@ def G4_QKNormRopeKVWriteOp : G4_Op<"qk_norm_rope_kv_write", [G4_WeightUser,
     `q = rope(rms_head(q_raw, q_norm))` is the result; `k = rope(rms_head(k_raw,
     k_norm))` and `v = rms_head(v_raw)` (no weight, no RoPE) are written to the
     cache of `layer`. On k_eq_v layers `v_raw` is the same value as `k_raw`.
+    With `v_only` (a layer planned with K=V stored once: its g4.attention has
+    `k_from_v`) only `v` is written; K is not formed here, the attention
+    recomputes it from V and `k_norm`.
 
     Example:
     ```mlir
@@ -528,7 +531,8 @@ def G4_QKNormRopeKVWriteOp : G4_Op<"qk_norm_rope_kv_write", [G4_WeightUser,
   let arguments = (ins G4_Act:$q_raw, G4_Act:$k_raw, G4_Act:$v_raw, G4_Ids:$positions,
                        FlatSymbolRefAttr:$q_norm, FlatSymbolRefAttr:$k_norm, F64Attr:$eps,
                        I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$head_dim,
-                       I64Attr:$rotary_pairs, F64Attr:$rope_theta, I64Attr:$layer, I64Attr:$window);
+                       I64Attr:$rotary_pairs, F64Attr:$rope_theta, I64Attr:$layer, I64Attr:$window,
+                       UnitAttr:$v_only);
   let results = (outs G4_Act:$result);
   let assemblyFormat = [{
     $q_raw `,` $k_raw `,` $v_raw `,` $positions attr-dict `:` type($q_raw) `,` type($k_raw) `,` type($positions)

@@ -24,6 +24,7 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, std
     ro.max_chunk_tokens = options.reference_max_chunk_tokens > 0 ? options.reference_max_chunk_tokens
                                                                  : std::max(256, std::min(options.max_seq_len, budget));
     ro.max_seq_len = options.max_seq_len;
+    ro.kv_shared = options.reference_kv_shared;
     plan = plan::build_reference_plan(cfg, *ckpt, ro);
   }
   plan::verify_plan_matches(*plan, cfg, *ckpt);  // before any weight is read

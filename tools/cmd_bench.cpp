@@ -36,6 +36,7 @@ struct BenchArgs {
   int repeat = 3, warmup = 1, warmup_requests = 0;
   int batch_size = 8, max_seq_len = 0, max_new_tokens = 32, threads = 0;
   bool ignore_eos = false;
+  bool kv_shared = false;
   runtime::DeviceFlags dev;
 };
 
@@ -176,6 +177,7 @@ json bench(const BenchArgs& a) {
   eo.max_sequences = a.batch_size;
   eo.max_seq_len = a.max_seq_len > 0 ? a.max_seq_len : longest_request(jsonl, tok.get(), a.max_new_tokens);
   eo.threads = a.threads;
+  eo.reference_kv_shared = a.kv_shared;
   const auto t_load = std::chrono::steady_clock::now();
   auto engine = runtime::Engine::open(dir, std::nullopt, eo, runtime::backend_for_flags(a.dev, dir));
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
@@ -325,6 +327,7 @@ void add_bench_command(CLI::App& app) {
                   "longest prompt + generation (0: the longest request of the input)")->capture_default_str();
   cmd->add_option("--max-new-tokens", a->max_new_tokens, "default when a request has none")->capture_default_str();
   cmd->add_flag("--ignore-eos", a->ignore_eos, "do not stop on the model's EOS ids");
+  cmd->add_flag("--kv-shared", a->kv_shared, "store K=V once on k_eq_v layers (V only; the attention recomputes K)");
   cmd->add_option("--threads", a->threads, "CPU threads (0: all)")->capture_default_str();
   cmd->add_option("--device", a->dev.device, "cpu | cuda")->capture_default_str();
   cmd->add_option("--emulate", a->dev.emulate, "1g.10gb: 16-SM green context with the budget (cuda)");

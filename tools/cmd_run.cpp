@@ -29,6 +29,7 @@ struct RunArgs {
   int token_budget = 0;
   int chunk = 0;
   bool reference_plan = false;  // use the MLIR-free reference builder instead of compiling
+  bool kv_shared = false;       // K=V stored once on k_eq_v layers
   runtime::DeviceFlags dev;  // --device/--emulate/--budget/--trace (runtime/cuda_backend/select.h)
 };
 
@@ -45,6 +46,7 @@ std::optional<plan::Plan> plan_for(const RunArgs& a) {
   po.max_seqs = a.batch_size;
   po.max_chunk = std::max(256, std::min(a.max_seq_len, budget));  // as Engine::open's default
   po.max_seq_len = a.max_seq_len;
+  po.kv_shared = a.kv_shared;
   // The device budget constrains device plans; the CPU backend holds everything in host memory.
   if (a.dev.device == "cpu") po.budget_mib = int64_t(1) << 40;
   return compile_plan(a.model, po);
@@ -64,6 +66,9 @@ void run(const RunArgs& a) {
   eo.kv_blocks = a.kv_blocks;
   eo.token_budget = a.token_budget;
   eo.chunk_tokens = a.chunk;
+  eo.reference_kv_shared = a.kv_shared;
+  if (a.kv_shared && !a.plan.empty())
+    throw Error("--kv-shared is a compile option: pass it to g4c compile, not with --plan");
   auto engine = runtime::Engine::open(dir, plan_for(a), eo, runtime::backend_for_flags(a.dev, dir));
   if (!a.save_plan.empty()) engine->plan().save(a.save_plan);
 
@@ -119,6 +124,8 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--chunk-size", args->chunk, "prefill tokens per sequence per step (0: plan maximum)");
   cmd->add_flag("--reference-plan", args->reference_plan,
                 "without --plan: run the runtime's reference plan instead of compiling the checkpoint");
+  cmd->add_flag("--kv-shared", args->kv_shared,
+                "store K=V once on k_eq_v layers: V only in the cache, the attention recomputes K (halves their KV)");
   cmd->add_option("--save-plan", args->save_plan, "write the plan that runs (e.g. the reference plan) to this file");
   cmd->add_option("--device", args->dev.device, "cpu or cuda")->capture_default_str();
   cmd->add_option("--emulate", args->dev.emulate, "cuda: run in a green context emulating a MIG slice (1g.10gb)");

@@ -13,6 +13,7 @@
 #include "runtime/cuda/common.cuh"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace g4c::cuda {
 using namespace detail;
@@ -27,19 +28,36 @@ __device__ __forceinline__ int swz(int row, int chunk) {
   return row * W + ((chunk ^ (row & 7)) << 3);
 }
 
+// The cache as the kernels see it: KvCache without the K=V-once fields (those travel in
+// AttnArgsKfv), so the stored-K kernels' parameter block — and with it ptxas's register
+// allocation (seen: 16 more bytes → 255 registers and spills at d 256/512) — stays as it was.
+struct KvDev {
+  const bf16* k;
+  const bf16* v;
+  const int* block_table;
+  int max_blocks, block_size;
+  const int* ring_base;
+  int ring_capacity;
+};
+
 struct AttnArgs {
   const bf16* q;
   bf16* out;
   float* ws_o;   // [splits][total_q][hq][d]
   float2* ws_ml; // [splits][total_q][hq]
-  KvCache kv;
+  KvDev kv;
   const int* q_start;
   const int* ctx_len;
   int total_q, hq, hkv, g, window, splits, dv_parts;
   float scale_log2;  // scale · log2(e)
 };
+struct AttnArgsKfv : AttnArgs {
+  const bf16* k_norm;  // [D]
+  int rotary_pairs;
+  float rope_theta;
+};
 
-__device__ __forceinline__ long kv_slot(const KvCache& kv, int r, int j) {
+__device__ __forceinline__ long kv_slot(const KvDev& kv, int r, int j) {
   if (kv.block_table)
     return long(kv.block_table[long(r) * kv.max_blocks + j / kv.block_size]) * kv.block_size +
            j % kv.block_size;
@@ -53,10 +71,37 @@ struct AttnCfg {
   static constexpr int kK = kBK * D * 2;
   static constexpr int kV = kBK * DV * 2;
   static constexpr int kSmem = kQ + 2 * (kK + kV);
+  static constexpr int kKfv = (D + D / 2) * 4;  // K=V once: k_norm [D] + inv_freq [D/2], fp32
 };
 
-template <int D, int DV, int NW>
-__global__ void __launch_bounds__(NW * 32) attn_kernel(AttnArgs a) {
+// K=V once: the K tile in smem holds V rows; K_j = rope(bf16(V_j ⊙ w)) at position j, with the
+// roundings of qk_norm_rope_kv_write (fused.cu), so K differs from a stored K only by V's own
+// bf16 rounding before the product.
+template <int D>
+__device__ __forceinline__ void k_from_v_tile(bf16* ks, int tile, const float* sw, const float* sinv,
+                                              int rotary_pairs, int tid, int nthreads) {
+  constexpr int H = D / 2;
+  for (int i = tid; i < kBK * H; i += nthreads) {
+    const int row = i / H, e = i % H;
+    bf16* pa = ks + swz<D>(row, e >> 3) + (e & 7);
+    bf16* pb = ks + swz<D>(row, (e + H) >> 3) + ((e + H) & 7);
+    const float a = rbf(__bfloat162float(*pa) * sw[e]);
+    const float b = rbf(__bfloat162float(*pb) * sw[e + H]);
+    float c = 1.f, s = 0.f;
+    if (e < rotary_pairs) {
+      sincosf(float(tile * kBK + row) * sinv[e], &s, &c);
+      c = rbf(c);
+      s = rbf(s);
+    }
+    *pa = __float2bfloat16(rbf(a * c) + rbf(-b * s));
+    *pb = __float2bfloat16(rbf(b * c) + rbf(a * s));
+  }
+}
+
+// KFV: K=V once (a.kv.k_norm set) — its own instantiations, so the stored-K kernels keep their
+// registers (the in-tile transform with sincosf costs ~100 registers and a stack frame).
+template <int D, int DV, int NW, bool KFV>
+__global__ void __launch_bounds__(NW * 32) attn_kernel(const std::conditional_t<KFV, AttnArgsKfv, AttnArgs> a) {
   using C = AttnCfg<D, DV, NW>;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   bf16* qs = reinterpret_cast<bf16*>(smem_raw);
@@ -129,6 +174,15 @@ __global__ void __launch_bounds__(NW * 32) attn_kernel(AttnArgs a) {
   for (int i = 0; i < DV / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
 
+  // K=V once: k_norm and inv_freq (as fused.cu computes it) after the tiles, published by the
+  // barrier below.
+  float* sw = reinterpret_cast<float*>(smem_raw + C::kSmem);
+  float* sinv = sw + D;
+  if constexpr (KFV) {
+    for (int i = tid; i < D; i += kThreads) sw[i] = __bfloat162float(a.k_norm[i]);
+    for (int i = tid; i < D / 2; i += kThreads)
+      sinv[i] = i < a.rotary_pairs ? 1.f / float(pow(double(a.rope_theta), double(float(2 * i) / float(D)))) : 0.f;
+  }
   if (t_lo < t_hi) calc_slots(t_lo);
   if (t_lo + 1 < t_hi) calc_slots(t_lo + 1);
   __syncthreads();
@@ -143,6 +197,10 @@ __global__ void __launch_bounds__(NW * 32) attn_kernel(AttnArgs a) {
     // Reuses tile's slot buffer: every thread issued tile's loads before the barrier above;
     // the barrier at the end of this iteration publishes it to load_kv(tile + 2).
     if (tile + 2 < t_hi) calc_slots(tile + 2);
+    if constexpr (KFV) {  // the tile's V rows → K in place, then publish
+      k_from_v_tile<D>(ks0 + st * (kBK * D), tile, sw, sinv, a.rotary_pairs, tid, kThreads);
+      __syncthreads();
+    }
     const bf16* ks = ks0 + st * (kBK * D);
     const bf16* vs = vs0 + st * (kBK * DV);
 
@@ -273,17 +331,21 @@ __global__ void attn_combine_kernel(const float* __restrict__ ws_o, const float2
   }
 }
 
-template <int D, int NW>
-cudaError_t launch_attn(const AttnArgs& a, int max_q_len, int num_requests, cudaStream_t stream) {
+template <int D, int NW, bool KFV = false>
+cudaError_t launch_attn(const AttnArgsKfv& a, int max_q_len, int num_requests, cudaStream_t stream) {
   constexpr int DV = D > 256 ? 256 : D;
   using C = AttnCfg<D, DV, NW>;
-  auto kern = attn_kernel<D, DV, NW>;
+  constexpr int kSmem = C::kSmem + (KFV ? C::kKfv : 0);
+  auto kern = attn_kernel<D, DV, NW, KFV>;
   static const cudaError_t attr =  // once per instantiation (one device assumed)
-      cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
+      cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
   if (attr != cudaSuccess) return attr;
   const int tq = C::kRows / a.g;
   dim3 grid((max_q_len + tq - 1) / tq, num_requests * a.hkv, a.dv_parts * a.splits);
-  kern<<<grid, NW * 32, C::kSmem, stream>>>(a);
+  if constexpr (KFV)
+    kern<<<grid, NW * 32, kSmem, stream>>>(a);
+  else
+    kern<<<grid, NW * 32, kSmem, stream>>>(static_cast<const AttnArgs&>(a));
   return cudaGetLastError();
 }
 
@@ -326,10 +388,16 @@ cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, 
   splits = std::max(1, splits);
   if (splits > 1 && workspace_bytes < attention_workspace_bytes(b, hq, d, splits))
     return cudaErrorInvalidValue;
-  AttnArgs a{};
+  if (kv.k_norm && (kv.rotary_pairs < 0 || 2 * kv.rotary_pairs > d || !(kv.rope_theta > 0.f)))
+    return cudaErrorInvalidValue;
+  AttnArgsKfv a{};
   a.q = q;
   a.out = out;
-  a.kv = kv;
+  // K=V once: K tiles are loaded from V and transformed in smem.
+  a.kv = {kv.k_norm ? kv.v : kv.k, kv.v, kv.block_table, kv.max_blocks, kv.block_size, kv.ring_base, kv.ring_capacity};
+  a.k_norm = kv.k_norm;
+  a.rotary_pairs = kv.rotary_pairs;
+  a.rope_theta = kv.rope_theta;
   a.q_start = b.q_start;
   a.ctx_len = b.ctx_len;
   a.total_q = b.total_q;
@@ -348,7 +416,15 @@ cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, 
   }
   const bool small = b.max_q_len * g <= 16;
   cudaError_t err;
-  switch (d) {
+  if (kv.k_norm) {  // K=V once: k_eq_v full layers (tiny d 128, 12B d 512)
+    switch (d) {
+      case 128: err = small ? launch_attn<128, 1, true>(a, b.max_q_len, b.num_requests, stream)
+                            : launch_attn<128, 4, true>(a, b.max_q_len, b.num_requests, stream); break;
+      case 512: err = small ? launch_attn<512, 1, true>(a, b.max_q_len, b.num_requests, stream)
+                            : launch_attn<512, 4, true>(a, b.max_q_len, b.num_requests, stream); break;
+      default: return cudaErrorInvalidValue;
+    }
+  } else switch (d) {
     case 64: err = small ? launch_attn<64, 1>(a, b.max_q_len, b.num_requests, stream)
                          : launch_attn<64, 4>(a, b.max_q_len, b.num_requests, stream); break;
     case 128: err = small ? launch_attn<128, 1>(a, b.max_q_len, b.num_requests, stream)

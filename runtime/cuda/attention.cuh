@@ -22,6 +22,10 @@ using bf16 = __nv_bfloat16;
 // The chunk's own keys must already be in the cache (qk_norm_rope_kv_write). For a ring,
 // ring_capacity ≥ window + q_len − 1 (the chunk's writes must not evict keys its earliest query
 // still sees).
+// K=V once (k_norm != null, k_eq_v layers compiled with --kv-shared): only v is read; each K
+// tile is formed in shared memory as K_j = rope(bf16(V_j ⊙ k_norm)) at position j (the key at
+// logical index j was written at position j), rounded like qk_norm_rope_kv_write (fused.cuh);
+// `k` is ignored. Supported for d ∈ {128, 512} (the full layers' head dims).
 struct KvCache {
   const bf16* k = nullptr;
   const bf16* v = nullptr;
@@ -30,6 +34,9 @@ struct KvCache {
   int block_size = 0;
   const int* ring_base = nullptr;  // device, [requests]
   int ring_capacity = 0;
+  const bf16* k_norm = nullptr;  // device [d]; null: K read from k
+  int rotary_pairs = 0;          // with k_norm: rotated (j, j+d/2) pairs, ≤ d/2
+  float rope_theta = 0.f;        // with k_norm: RoPE base θ
 };
 
 struct AttnBatch {

@@ -27,7 +27,6 @@ __device__ __forceinline__ void store8(bf16* p, const float (&v)[8]) {
   for (int i = 0; i < 4; ++i) w[i] = pack_bf162(v[2 * i], v[2 * i + 1]);
   *reinterpret_cast<uint4*>(p) = u;
 }
-__device__ __forceinline__ float rbf(float v) { return __bfloat162float(__float2bfloat16(v)); }
 
 __global__ void embed_kernel(const int* __restrict__ ids, const bf16* __restrict__ table, int vocab,
                              int h, float scale, bf16* __restrict__ out) {
@@ -148,10 +147,10 @@ __global__ void qk_rope_kernel(const bf16* __restrict__ q, const bf16* __restric
     ss += y0[i] * y0[i] + y1[i] * y1[i];
   }
   const float r = rsqrtf(warp_sum(ss) / D + eps);
-  bf16* dst = isq ? q_out + (long(tok) * hq + hd) * D : k_cache + (slot * hkv + kh) * D;
+  bf16* dst = isq ? q_out + (long(tok) * hq + hd) * D : k_cache ? k_cache + (slot * hkv + kh) * D : nullptr;
   __syncwarp();
 #pragma unroll
-  for (int i = 0; i < P; ++i) {
+  for (int i = 0; i < P && dst; ++i) {  // dst null: K=V-once cache, the attention forms K from V
     const int j = lane + 32 * i;
     // HF: q_norm / k_norm output is a bf16 tensor; cos/sin are bf16 tensors; every product
     // and the sum of apply_rotary_pos_emb round to bf16 (fused.cuh).

@@ -157,12 +157,13 @@ void CudaBackend::prepare(const plan::Plan& plan, const runtime::WeightStore& we
     d.window = l->window();
     d.shared = l->kv_shared();
     const size_t bytes = size_t(slots + 1) * d.row * 2;
-    d.k = static_cast<bf16*>(dmalloc(bytes, "KV cache (K)"));
-    kv_bytes_ += align256(bytes);
+    // K=V once (kv_shared): V alone; the attention forms K from it.
     if (!d.shared) {
-      d.v = static_cast<bf16*>(dmalloc(bytes, "KV cache (V)"));
+      d.k = static_cast<bf16*>(dmalloc(bytes, "KV cache (K)"));
       kv_bytes_ += align256(bytes);
     }
+    d.v = static_cast<bf16*>(dmalloc(bytes, "KV cache (V)"));
+    kv_bytes_ += align256(bytes);
     kv_.push_back(d);
   }
   device_->check_budget("after loading the weights and allocating KV + activations", breakdown());

@@ -129,7 +129,7 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
     }
     case fb::KernelId::QkNormRopeKvWrite: {
       const auto& kv = kv_[a->kv_layer()];
-      if (kv.shared) throw Error("cuda backend: kv_shared caches are not supported by the fused KV write");
+      if (kv.shared != a->k_from_v()) throw Error("cuda backend: k_from_v is not set exactly on the K=V-once caches");
       auto& q = in(0);
       auto& k = in(1);
       auto& qo = out(0);
@@ -138,7 +138,7 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
           reinterpret_cast<const int64_t*>(static_cast<unsigned char*>(meta_dev_) + meta_.slots[kv.group]);
       ok(cuda::qk_norm_rope_kv_write(bf(q), bf(k), v_raw, wvec(0), wvec(1), meta_i32(meta_.positions), slots, T,
                                      a->num_q_heads(), a->num_kv_heads(), a->head_dim(), float(a->rope_theta()),
-                                     a->rotary_pairs(), a->eps(), bf(qo), kv.k, kv.v, s),
+                                     a->rotary_pairs(), a->eps(), bf(qo), kv.shared ? nullptr : kv.k, kv.v, s),
          st);
       break;
     }
@@ -147,7 +147,13 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
       const auto& grp = groups_[kv.group];
       cuda::KvCache c;
       c.k = kv.k;
-      c.v = kv.shared ? kv.k : kv.v;
+      c.v = kv.v;
+      if (kv.shared) {  // K=V once: K = rope(V ⊙ k_norm), formed per tile by the kernel
+        if (!a->k_from_v()) throw Error("cuda backend: attention over a V-only cache without k_from_v");
+        c.k_norm = wvec(0);
+        c.rotary_pairs = a->rotary_pairs();
+        c.rope_theta = float(a->rope_theta());
+      }
       if (grp.kind == fb::KvKind::Paged) {
         c.block_table = meta_i32(meta_.block_table);
         c.max_blocks = max_blocks_;
@@ -228,8 +234,8 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
       const auto& kv = kv_[a->kv_layer()];
       const auto* slots =
           reinterpret_cast<const int64_t*>(static_cast<unsigned char*>(meta_dev_) + meta_.slots[kv.group]);
-      ok(kv_write(bf(in(0)), slots, T, kv.row, kv.k, s), st);
-      if (!kv.shared) ok(kv_write(bf(in(1)), slots, T, kv.row, kv.v, s), st);
+      if (!kv.shared) ok(kv_write(bf(in(0)), slots, T, kv.row, kv.k, s), st);  // K=V once: V only
+      ok(kv_write(bf(in(1)), slots, T, kv.row, kv.v, s), st);
       break;
     }
     case fb::KernelId::Add:

@@ -154,6 +154,7 @@ void check_shapes(const fb::Plan& p, const std::string& name) {
       case fb::KernelId::KvWrite:
         need(2, 0, 0);
         if (cols(in(0)) != kv_row() || cols(in(1)) != kv_row()) bad(s, "k/v width differs from the KV layer");
+        if (p.kv()->Get(a->kv_layer())->kv_shared()) bad(s, "KvWrite cannot write a K=V-once (kv_shared) layer");
         break;
       case fb::KernelId::QkNormRopeKvWrite:
         need(3, 1, 2);
@@ -162,10 +163,18 @@ void check_shapes(const fb::Plan& p, const std::string& name) {
         if (cols(in(1)) != kv_row() || cols(in(2)) != kv_row()) bad(s, "k/v width differs from the KV layer");
         if (numel(w(0)) != a->head_dim() || numel(w(1)) != a->head_dim()) bad(s, "q/k norm weights are not head_dim");
         if (a->rotary_pairs() < 0 || 2 * a->rotary_pairs() > a->head_dim()) bad(s, "rotary_pairs > head_dim/2");
+        if (a->k_from_v() != p.kv()->Get(a->kv_layer())->kv_shared())
+          bad(s, "k_from_v (write V only) must be set exactly on K=V-once (kv_shared) layers");
+        if (a->k_from_v() && in(1) != in(2)) bad(s, "k_from_v needs k_raw and v_raw to be one value");
         break;
       case fb::KernelId::Attention: {
-        need(1, 1, 0);
+        need(1, 1, a->k_from_v() ? 1 : 0);
         const auto* k = p.kv()->Get(a->kv_layer());
+        if (a->k_from_v() != k->kv_shared())
+          bad(s, "k_from_v (K recomputed from V) must be set exactly on K=V-once (kv_shared) layers");
+        if (a->k_from_v() && (numel(w(0)) != a->head_dim() || a->rotary_pairs() < 0 ||
+                              2 * a->rotary_pairs() > a->head_dim() || !(a->rope_theta() > 0)))
+          bad(s, "k_from_v needs a head_dim k_norm weight, rotary_pairs <= head_dim/2 and rope_theta > 0");
         if (a->num_kv_heads() != k->num_kv_heads() || a->head_dim() != k->head_dim() || a->num_kv_heads() <= 0 ||
             a->num_q_heads() % a->num_kv_heads() != 0)
           bad(s, "heads do not match the KV layer");
@@ -405,10 +414,12 @@ std::string describe(const Plan& plan, bool with_weights) {
       case fb::KernelId::QkNormRopeKvWrite:
         o << fmt(" heads=%d/%d D=%d pairs=%d theta=%g eps=%g kv=%d v_from_k=%d", a->num_q_heads(), a->num_kv_heads(),
                  a->head_dim(), a->rotary_pairs(), a->rope_theta(), a->eps(), a->kv_layer(), int(a->v_from_k()));
+        if (a->k_from_v()) o << " k_from_v (V only)";
         break;
       case fb::KernelId::Attention:
         o << fmt(" heads=%d/%d D=%d window=%d scale=%g kv=%d", a->num_q_heads(), a->num_kv_heads(), a->head_dim(),
                  a->window(), a->scale(), a->kv_layer());
+        if (a->k_from_v()) o << fmt(" k_from_v pairs=%d theta=%g", a->rotary_pairs(), a->rope_theta());
         break;
       case fb::KernelId::Softcap: o << fmt(" softcap=%g", a->softcap()); break;
       case fb::KernelId::PostNormResidual: o << fmt(" eps=%g", a->eps()); break;

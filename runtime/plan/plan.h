@@ -20,7 +20,8 @@ class Checkpoint;
 namespace g4c::plan {
 
 // Bump with plan.fbs whenever the meaning of an existing field changes.
-inline constexpr uint32_t kPlanFormatVersion = 1;
+// 2: KvLayer.kv_shared means V stored once (K recomputed, Attrs.k_from_v); was K only.
+inline constexpr uint32_t kPlanFormatVersion = 2;
 
 class Plan {
  public:

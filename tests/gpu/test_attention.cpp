@@ -1,5 +1,6 @@
 // Flash attention kernel vs a float64 softmax reference: packed variable-length chunks, paged
-// and ring KV caches, causal / sliding windows, GQA, head_dim 64…512, split-KV decode.
+// and ring KV caches, causal / sliding windows, GQA, head_dim 64…512, split-KV decode, and
+// K=V stored once (K formed from V by the kernel).
 #include <algorithm>
 #include <numeric>
 
@@ -18,7 +19,37 @@ struct AttnCase {
   int block_size;  // paged
   std::vector<Req> reqs;
   int splits;  // 0 = attention_num_splits
+  // K=V once: the cache holds V only (the K cache stays NaN-poisoned) and the kernel forms
+  // K_j = rope(bf16(V_j ⊙ k_norm)) at position j; `rotary_pairs` pairs rotate with base theta.
+  int k_from_v_pairs = -1;  // -1: K stored
+  float theta = 1e6f;
 };
+
+// K from V on the host, with the kernel's (and qk_norm_rope_kv_write's) roundings: the
+// reference then differs from the kernel only by float sin/cos vs the device's sincosf.
+std::vector<bf16> k_from_v_host(const std::vector<bf16>& V, const std::vector<bf16>& w, int L, int hkv, int d,
+                                int pairs, float theta) {
+  std::vector<bf16> K(V.size());
+  const int H = d / 2;
+  for (int j = 0; j < L; ++j)
+    for (int h = 0; h < hkv; ++h) {
+      const bf16* v = &V[(size_t(j) * hkv + h) * d];
+      bf16* k = &K[(size_t(j) * hkv + h) * d];
+      for (int e = 0; e < H; ++e) {
+        const float a = rbf(bf(v[e]) * bf(w[e])), b = rbf(bf(v[e + H]) * bf(w[e + H]));
+        float c = 1.f, s = 0.f;
+        if (e < pairs) {
+          const float inv = 1.f / float(std::pow(double(theta), double(float(2 * e) / float(d))));
+          const float ang = float(j) * inv;
+          c = rbf(std::cos(ang));
+          s = rbf(std::sin(ang));
+        }
+        k[e] = tobf(rbf(a * c) + rbf(-b * s));
+        k[e + H] = tobf(rbf(b * c) + rbf(a * s));
+      }
+    }
+  return K;
+}
 
 // Tolerance: P is rounded to bf16 before P·V (≤ 2^-9 relative per weight) and the output to bf16
 // (RMS ≈ 1.1e-3 relative); expected ‖Δ‖/‖ref‖ ≈ 2e-3. A wrong mask, key or head gives O(1).
@@ -26,8 +57,8 @@ constexpr double kAttnBound = 6e-3;
 
 void run_attn(const AttnCase& c) {
   char nm[128];
-  std::snprintf(nm, sizeof nm, "d=%d hq=%d hkv=%d W=%d %s splits=%d", c.d, c.hq, c.hkv, c.window,
-                c.paged ? "paged" : "ring", c.splits);
+  std::snprintf(nm, sizeof nm, "d=%d hq=%d hkv=%d W=%d %s splits=%d%s", c.d, c.hq, c.hkv, c.window,
+                c.paged ? "paged" : "ring", c.splits, c.k_from_v_pairs >= 0 ? " k_from_v" : "");
   SCOPED_TRACE(nm);
   std::mt19937_64 rng(test_seed() ^ (uint64_t(c.d) << 24) ^ (uint64_t(c.window) << 4) ^ c.reqs.size());
   const int R = int(c.reqs.size());
@@ -44,10 +75,14 @@ void run_attn(const AttnCase& c) {
   const int total_q = q_start[R];
   // Full K/V history per request (what the cache logically holds) and Q.
   std::vector<std::vector<bf16>> K(R), V(R);
+  const bool kfv = c.k_from_v_pairs >= 0;
+  std::vector<bf16> k_norm(c.d);
+  for (auto& x : k_norm) x = tobf(0.5f + float(rng() % 1000) / 1000.f);  // 0.5 … 1.5, like trained norms
   for (int r = 0; r < R; ++r) {
     const int L = c.reqs[r].ctx + c.reqs[r].qlen;
     K[r] = rand_bf16(rng, size_t(L) * row, 1.f);
     V[r] = rand_bf16(rng, size_t(L) * row, 1.f);
+    if (kfv) K[r] = k_from_v_host(V[r], k_norm, L, c.hkv, c.d, c.k_from_v_pairs, c.theta);
   }
   // score std ≈ 2: a softmax neither flat nor one-hot.
   std::vector<bf16> q = rand_bf16(rng, size_t(total_q) * c.hq * c.d, 2.f / std::sqrt(float(c.d)));
@@ -97,7 +132,7 @@ void run_attn(const AttnCase& c) {
     for (size_t j = 0; j < slot_of[r].size(); ++j)
       if (slot_of[r][j] >= 0)
         for (long e = 0; e < row; ++e) {
-          kc[slot_of[r][j] * row + e] = K[r][j * row + e];
+          if (!kfv) kc[slot_of[r][j] * row + e] = K[r][j * row + e];  // K=V once: K cache all NaN
           vc[slot_of[r][j] * row + e] = V[r][j * row + e];
         }
 
@@ -126,11 +161,16 @@ void run_attn(const AttnCase& c) {
       }
     }
 
-  DevBuf<bf16> dq(q), dk(kc), dv(vc), dout(ref.size());
+  DevBuf<bf16> dq(q), dk(kc), dv(vc), dout(ref.size()), dkn(k_norm);
   DevBuf<int> dqs(q_start), dctx(ctx), dbt(block_table), drb(ring_base);
   cuda::KvCache kv;
   kv.k = dk.p;
   kv.v = dv.p;
+  if (kfv) {
+    kv.k_norm = dkn.p;
+    kv.rotary_pairs = c.k_from_v_pairs;
+    kv.rope_theta = c.theta;
+  }
   if (c.paged) {
     kv.block_table = dbt.p;
     kv.max_blocks = max_blocks;
@@ -188,6 +228,17 @@ TEST(GpuAttention, PrefillFull512) {
   G4C_REQUIRE_GPU();
   run_attn({512, 16, 1, 0, true, 64, {{0, 20}, {300, 5}}, 1});
   run_attn({512, 4, 1, 0, true, 16, {{0, 33}, {3, 40}}, 1});
+}
+
+// K=V once on full layers (tiny: d 128, 16 of 64 pairs rotate; 12B: d 512, 64 of 256), prefill
+// chunks against cached keys and split-KV decode; a default rope (all pairs, GQA 4) on a ring too.
+TEST(GpuAttention, KFromV) {
+  G4C_REQUIRE_GPU();
+  run_attn({128, 4, 1, 0, true, 16, {{0, 45}, {130, 1}, {17, 64}}, 1, 16, 1e6f});
+  run_attn({128, 4, 1, 0, true, 16, {{900, 2}, {0, 1}}, 5, 16, 1e6f});
+  run_attn({512, 16, 1, 0, true, 64, {{0, 20}, {300, 5}}, 1, 64, 1e6f});
+  run_attn({512, 16, 1, 0, true, 64, {{2000, 1}, {37, 1}}, 0, 64, 1e6f});
+  run_attn({128, 8, 2, 64, false, 0, {{100, 8}, {40, 3}}, 1, 64, 1e4f});
 }
 
 TEST(GpuAttention, DecodeSplitKv) {
