@@ -23,6 +23,7 @@ class Checkpoint;
 
 namespace g4c::cudart {
 
+class StagedUpload;
 namespace fb = plan::fb;
 using runtime::BatchDesc;
 
@@ -90,6 +91,13 @@ class CudaBackend final : public runtime::Backend {
   void upload_pair(int gate, int up, const models::Checkpoint* ck);
   DevWeight make_int4(int id, int up_id, const models::Checkpoint* ck);  // kAbsent when unsupported
   void free_weight(DevWeight& w);
+  // Weight bytes to the device: through the pinned double buffer during load_weights()
+  // (loader_), else upload() (synchronous; e.g. weight_updated).
+  void upload_weight(void* dst, const void* src, size_t bytes, const char* what);
+  // One device staging buffer for raw INT4 tensors / gate-up halves, reused in stream order
+  // (grows with a synchronize; released after the load and after each weight update).
+  void* stage(size_t bytes, const char* what);
+  void release_stage();
   void find_siblings(const std::vector<int>& uses);
   void upload_siblings(int g, const models::Checkpoint* ck);
   void run_siblings(int index, int g);  // steps.cpp
@@ -163,7 +171,12 @@ class CudaBackend final : public runtime::Backend {
 
   // accounting
   size_t weight_bytes_ = 0, kv_bytes_ = 0, arena_bytes_ = 0, ws_bytes_ = 0;
-  int streamed_as_resident_ = 0;  // plan weights marked Streamed (streaming is not implemented: held resident)
+  int streamed_as_resident_ = 0;
+  StagedUpload* loader_ = nullptr;  // set while load_weights() runs
+  void* stage_ = nullptr;
+  size_t stage_bytes_ = 0;
+  size_t load_bytes_ = 0;
+  double load_seconds_ = 0;  // plan weights marked Streamed (streaming is not implemented: held resident)
   std::vector<void*> allocs_;
 
   // trace: CUDA events around eager steps / graph replays, resolved at the next sync

@@ -545,6 +545,8 @@ runtime::CudaInfo CudaBackend::info() const {
   i.kv_bytes = kv_bytes_;
   i.arena_bytes = arena_bytes_;
   i.workspace_bytes = ws_bytes_;
+  i.load_bytes = load_bytes_;
+  i.load_seconds = load_seconds_;
   i.graphs_captured = graphs_captured_;
   i.graph_replays = graph_replays_;
   i.eager_steps = eager_steps_;

@@ -58,6 +58,8 @@ struct CudaInfo {
   size_t peak_device_bytes = 0;  // whole process, cudaMemGetInfo
   size_t context_bytes = 0;      // in use after context creation
   size_t weight_bytes = 0, kv_bytes = 0, arena_bytes = 0, workspace_bytes = 0;
+  size_t load_bytes = 0;     // host → device bytes of the weight load (checkpoint tensors as read)
+  double load_seconds = 0;   // wall time of the weight load (reads, copies, repacks)
   int graphs_captured = 0;
   long graph_replays = 0, eager_steps = 0;
 };

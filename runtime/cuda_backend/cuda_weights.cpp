@@ -1,14 +1,20 @@
 // Weight upload of the CUDA backend: dense weights → BF16, INT4 Linears read raw from the
-// checkpoint and repacked (cuda::int4_repack), gate/up pairs fused into one weight.
+// checkpoint and repacked (cuda::int4_repack), gate/up pairs fused into one weight. During the
+// load every host → device copy goes through a pinned double buffer (staging.h) and the raw
+// tensors through one reused device staging buffer, all in stream order: no synchronize per
+// tensor; progress bar over the bytes read.
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
 #include "models/error.h"
+#include "models/progress.h"
 #include "models/safetensors.h"
 #include "runtime/cuda_backend/backend_state.h"
+#include "runtime/cuda_backend/staging.h"
 
 namespace g4c::cudart {
 namespace {
@@ -47,6 +53,35 @@ const uint16_t* store_bf16(const runtime::WeightStore& store, int id, std::vecto
 
 }  // namespace
 
+void CudaBackend::upload_weight(void* dst, const void* src, size_t bytes, const char* what) {
+  if (loader_)
+    loader_->copy(dst, src, bytes, what);
+  else
+    upload(dst, src, bytes, what);
+}
+
+void* CudaBackend::stage(size_t bytes, const char* what) {
+  if (bytes <= stage_bytes_) return stage_;
+  // Kernels enqueued earlier may still read the old buffer.
+  check(cudaStreamSynchronize(device_->stream()), what);
+  dfree(stage_);
+  ws_bytes_ -= std::min(ws_bytes_, align256(stage_bytes_));
+  stage_bytes_ = 0;
+  const size_t want = std::max(bytes, stage_bytes_ + stage_bytes_ / 4);
+  stage_ = dmalloc(want, what);
+  stage_bytes_ = want;
+  ws_bytes_ += align256(want);
+  return stage_;
+}
+
+void CudaBackend::release_stage() {
+  if (!stage_) return;
+  check(cudaStreamSynchronize(device_->stream()), "weight staging");
+  dfree(stage_);
+  ws_bytes_ -= std::min(ws_bytes_, align256(stage_bytes_));
+  stage_bytes_ = 0;
+}
+
 void CudaBackend::free_weight(DevWeight& w) {
   if (w.mem) {
     weight_bytes_ -= std::min(weight_bytes_, align256(w.bytes));
@@ -63,7 +98,7 @@ void CudaBackend::upload_dense(int id) {
   w.mem = dmalloc(w.bytes, ("weight " + store_->name(id)).c_str());
   weight_bytes_ += align256(w.bytes);
   std::vector<uint16_t> scratch;
-  upload(w.mem, store_bf16(*store_, id, scratch), w.bytes, "weight upload");
+  upload_weight(w.mem, store_bf16(*store_, id, scratch), w.bytes, "weight upload");
   w.kind = DevWeight::kBf16;
   const auto& shape = store_->shape(id);
   if (shape.size() == 2) {
@@ -93,35 +128,35 @@ DevWeight CudaBackend::make_int4(int id, int up_id, const models::Checkpoint* ck
   }
   const bool asym = !l->symmetric();
   const bool sbf16 = l->scales_dtype() == fb::DType::BF16;
-  // Raw lab-format tensors → temporary device buffers → repack.
-  std::vector<void*> tmp;
+  // Raw lab-format tensors → the device staging buffer (one part each) → repack.
+  const flatbuffers::String* keys[6] = {l->qweight_key(), l->scales_key(), asym ? l->zeros_key() : nullptr,
+                                        lu ? lu->qweight_key() : nullptr, lu ? lu->scales_key() : nullptr,
+                                        lu && asym ? lu->zeros_key() : nullptr};
+  size_t total = 0;
+  for (const auto* key : keys)
+    if (key && key->size()) total += align256(ck->get(key->str()).bytes().size());
+  unsigned char* base = static_cast<unsigned char*>(stage(total, "INT4 staging"));
+  size_t at = 0;
   auto up = [&](const flatbuffers::String* key) -> void* {
     if (!key || key->size() == 0) return nullptr;
-    auto v = ck->get(key->str());
-    auto bytes = v.bytes();
-    void* d = dmalloc(bytes.size(), "INT4 staging");
-    upload(d, bytes.data(), bytes.size(), "INT4 upload");
-    tmp.push_back(d);
+    auto bytes = ck->get(key->str()).bytes();
+    void* d = base + at;
+    at += align256(bytes.size());
+    upload_weight(d, bytes.data(), bytes.size(), "INT4 upload");
     return d;
   };
-  const uint8_t* q = static_cast<const uint8_t*>(up(l->qweight_key()));
-  const void* sc = up(l->scales_key());
-  const uint8_t* z = asym ? static_cast<const uint8_t*>(up(l->zeros_key())) : nullptr;
-  const uint8_t *uq = nullptr, *uz = nullptr;
-  const void* us = nullptr;
-  if (lu) {
-    uq = static_cast<const uint8_t*>(up(lu->qweight_key()));
-    us = up(lu->scales_key());
-    uz = asym ? static_cast<const uint8_t*>(up(lu->zeros_key())) : nullptr;
-  }
+  const uint8_t* q = static_cast<const uint8_t*>(up(keys[0]));
+  const void* sc = up(keys[1]);
+  const uint8_t* z = static_cast<const uint8_t*>(up(keys[2]));
+  const uint8_t* uq = static_cast<const uint8_t*>(up(keys[3]));
+  const void* us = up(keys[4]);
+  const uint8_t* uz = static_cast<const uint8_t*>(up(keys[5]));
   out.bytes = cuda::int4_repacked_bytes(lu ? 2 * n : n, k, group, asym);
   out.mem = dmalloc(out.bytes, ("weight " + w->name()->str()).c_str());
   weight_bytes_ += align256(out.bytes);
   out.iw = cuda::int4_repack(q, sc, z, uq, us, uz, sbf16, n, k, group, out.mem, device_->stream());
   out.kind = DevWeight::kInt4;
-  check(cudaGetLastError(), "int4_repack");
-  check(cudaStreamSynchronize(device_->stream()), "int4_repack");
-  for (void* p : tmp) dfree(p);
+  check(cudaGetLastError(), "int4_repack");  // the staging buffer is reused in stream order
   return out;
 }
 
@@ -138,19 +173,16 @@ void CudaBackend::upload_pair(int gate, int up, const models::Checkpoint* ck) {
   if (f % 8 != 0 || k % 8 != 0) throw Error("cuda backend: gate/up width and input must be multiples of 8");
   const size_t n = size_t(f) * k;
   std::vector<uint16_t> scratch;
-  void* tg = dmalloc(n * 2, "gate staging");
-  void* tu = dmalloc(n * 2, "up staging");
-  upload(tg, store_bf16(*store_, gate, scratch), n * 2, "gate upload");
-  upload(tu, store_bf16(*store_, up, scratch), n * 2, "up upload");
+  void* tg = stage(align256(n * 2) * 2, "gate/up staging");
+  void* tu = static_cast<unsigned char*>(tg) + align256(n * 2);
+  upload_weight(tg, store_bf16(*store_, gate, scratch), n * 2, "gate upload");
+  upload_weight(tu, store_bf16(*store_, up, scratch), n * 2, "up upload");
   dst.bytes = 2 * n * 2;
   dst.mem = dmalloc(dst.bytes, ("weight " + store_->name(gate) + "+up").c_str());
   weight_bytes_ += align256(dst.bytes);
   cuda::interleave_gate_up_bf16(static_cast<const bf16*>(tg), static_cast<const bf16*>(tu), f, k,
                                 static_cast<bf16*>(dst.mem), device_->stream());
   check(cudaGetLastError(), "interleave_gate_up_bf16");
-  check(cudaStreamSynchronize(device_->stream()), "interleave_gate_up_bf16");
-  dfree(tg);
-  dfree(tu);
   dst.kind = DevWeight::kBf16;
   dst.bw.w = dst.ptr();
   dst.bw.n = 2 * f;
@@ -195,16 +227,51 @@ void CudaBackend::load_weights() {
   }
   std::unique_ptr<models::Checkpoint> ck;
   if (any_int4 && !opts_.model_dir.empty()) ck = models::Checkpoint::open(opts_.model_dir);
+  // Bytes the load reads (the progress bar's total): raw INT4 tensors, else BF16 of the value.
+  uint64_t total = 0;
+  std::vector<int> uses_any(n, 0);
+  for (const auto* st : *(*plan_)->program())
+    if (st->weights())
+      for (int w : *st->weights())
+        if (w >= 0) uses_any[w] = 1;
   for (int id = 0; id < n; ++id) {
-    if (!standalone_[id]) continue;
-    DevWeight w = make_int4(id, -1, ck.get());
-    if (w.kind == DevWeight::kInt4)
-      weights_[id] = w;
-    else
-      upload_dense(id);
+    if (!uses_any[id]) continue;
+    const auto* l = ws->Get(id)->format() == fb::WeightFormat::Int4 ? ws->Get(id)->int4() : nullptr;
+    if (l && ck) {
+      for (const auto* key : {l->qweight_key(), l->scales_key(), l->zeros_key()})
+        if (key && key->size()) total += ck->get(key->str()).bytes().size();
+    } else {
+      total += uint64_t(store_->numel(id)) * 2;
+    }
   }
-  for (const auto& [g, u] : pairs) upload_pair(g, u, ck.get());
-  for (int g = 0; g < int(siblings_.size()); ++g) upload_siblings(g, ck.get());
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    Progress bar("load weights → " + device_->describe(), total, Progress::Unit::Bytes);
+    StagedUpload up(device_->stream(), &bar);
+    loader_ = &up;
+    try {
+      for (int id = 0; id < n; ++id) {
+        if (!standalone_[id]) continue;
+        DevWeight w = make_int4(id, -1, ck.get());
+        if (w.kind == DevWeight::kInt4)
+          weights_[id] = w;
+        else
+          upload_dense(id);
+      }
+      for (const auto& [g, u] : pairs) upload_pair(g, u, ck.get());
+      for (int g = 0; g < int(siblings_.size()); ++g) upload_siblings(g, ck.get());
+      up.finish();
+      check(cudaStreamSynchronize(device_->stream()), "loading weights (repacks)");
+    } catch (...) {
+      loader_ = nullptr;
+      throw;
+    }
+    loader_ = nullptr;
+    load_bytes_ = up.bytes();
+    bar.finish();
+  }
+  release_stage();
+  load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Split-K workspace of the INT4 decode GEMM: the largest any weight needs; zeroed once.
   size_t ws_bytes = 0;
   for (const auto& w : weights_)
@@ -233,6 +300,7 @@ void CudaBackend::weight_updated(int id) {
   for (int g = 0; g < int(siblings_.size()); ++g)
     if (std::find(siblings_[g].weights.begin(), siblings_[g].weights.end(), id) != siblings_[g].weights.end())
       upload_siblings(g, nullptr);
+  release_stage();
 }
 
 // Runs of consecutive Linear steps with the same input, no epilogue, BF16 token-row outputs and
@@ -304,33 +372,37 @@ void CudaBackend::upload_siblings(int gi, const models::Checkpoint* ck) {
       l0->padded_in() == (k + l0->group_size() - 1) / l0->group_size() * l0->group_size()) {
     const bool asym = !l0->symmetric();
     const bool sbf16 = l0->scales_dtype() == fb::DType::BF16;
-    // Concatenate qweight / scales / zeros rows of every member into staging buffers.
-    auto concat = [&](auto key_of, const char* what) -> void* {
+    // Concatenate qweight / scales / zeros rows of every member into parts of the staging buffer.
+    auto q_of = [](const fb::Int4Layout* l) { return l->qweight_key(); };
+    auto s_of = [](const fb::Int4Layout* l) { return l->scales_key(); };
+    auto z_of = [](const fb::Int4Layout* l) { return l->zeros_key(); };
+    auto part_bytes = [&](auto key_of) {
       size_t total = 0;
       for (int w : g.weights) total += ck->get(key_of(ws->Get(w)->int4())->str()).bytes().size();
-      void* d = dmalloc(total, what);
+      return total;
+    };
+    const size_t qb = part_bytes(q_of), sb = part_bytes(s_of), zb = asym ? part_bytes(z_of) : 0;
+    unsigned char* base =
+        static_cast<unsigned char*>(stage(align256(qb) + align256(sb) + align256(zb), "INT4 staging (siblings)"));
+    auto concat = [&](auto key_of, unsigned char* d, const char* what) -> void* {
       size_t off = 0;
       for (int w : g.weights) {
         auto b = ck->get(key_of(ws->Get(w)->int4())->str()).bytes();
-        upload(static_cast<unsigned char*>(d) + off, b.data(), b.size(), what);
+        upload_weight(d + off, b.data(), b.size(), what);
         off += b.size();
       }
       return d;
     };
-    void* q = concat([](const fb::Int4Layout* l) { return l->qweight_key(); }, "INT4 staging (siblings)");
-    void* sc = concat([](const fb::Int4Layout* l) { return l->scales_key(); }, "INT4 staging (siblings)");
-    void* z = asym ? concat([](const fb::Int4Layout* l) { return l->zeros_key(); }, "INT4 staging (siblings)") : nullptr;
+    void* q = concat(q_of, base, "INT4 upload (siblings)");
+    void* sc = concat(s_of, base + align256(qb), "INT4 upload (siblings)");
+    void* z = asym ? concat(z_of, base + align256(qb) + align256(sb), "INT4 upload (siblings)") : nullptr;
     g.w.bytes = cuda::int4_repacked_bytes(g.total, k, l0->group_size(), asym);
     g.w.mem = dmalloc(g.w.bytes, ("weight " + store_->name(g.weights[0]) + " + siblings").c_str());
     weight_bytes_ += align256(g.w.bytes);
     g.w.iw = cuda::int4_repack(static_cast<const uint8_t*>(q), sc, static_cast<const uint8_t*>(z), nullptr, nullptr,
                                nullptr, sbf16, g.total, k, l0->group_size(), g.w.mem, device_->stream());
     g.w.kind = DevWeight::kInt4;
-    check(cudaGetLastError(), "int4_repack (siblings)");
-    check(cudaStreamSynchronize(device_->stream()), "int4_repack (siblings)");
-    dfree(q);
-    dfree(sc);
-    if (z) dfree(z);
+    check(cudaGetLastError(), "int4_repack (siblings)");  // staging reused in stream order
     return;
   }
   std::vector<uint16_t> host(size_t(g.total) * k);
@@ -343,7 +415,7 @@ void CudaBackend::upload_siblings(int gi, const models::Checkpoint* ck) {
   g.w.bytes = host.size() * 2;
   g.w.mem = dmalloc(g.w.bytes, ("weight " + store_->name(g.weights[0]) + " + siblings").c_str());
   weight_bytes_ += align256(g.w.bytes);
-  upload(g.w.mem, host.data(), g.w.bytes, "weight upload (siblings)");
+  upload_weight(g.w.mem, host.data(), g.w.bytes, "weight upload (siblings)");
   g.w.kind = DevWeight::kBf16;
   g.w.bw.w = g.w.ptr();
   g.w.bw.n = g.total;

@@ -59,6 +59,9 @@ inline void add_device_summary(const Backend& b, nlohmann::json& summary) {
   summary["device"] = i.device;
   summary["emulation"] = i.emulation.empty() ? nlohmann::json(nullptr) : nlohmann::json(i.emulation);
   summary["budget_bytes"] = i.budget_bytes;
+  summary["weight_load"] = {{"bytes", i.load_bytes},
+                            {"seconds", i.load_seconds},
+                            {"gb_per_s", i.load_seconds > 0 ? i.load_bytes / i.load_seconds / 1e9 : 0.0}};
   summary["cuda_graphs"] = {{"captured", i.graphs_captured}, {"replays", i.graph_replays}, {"eager_steps", i.eager_steps}};
 #else
   (void)b;
