@@ -35,6 +35,18 @@ struct DevWeight {
   cuda::Bf16Weight bw;
   cuda::Int4Weight iw;
   const bf16* ptr() const { return static_cast<const bf16*>(mem); }
+  // Streamed (streaming.cpp): the device-format bytes live in pinned host memory and are copied
+  // into a slot before their layer runs; `mem` (and the views' pointers) then point into the slot.
+  void* host = nullptr;
+  size_t slot_off = 0;  // offset in the layer's slot image
+};
+
+// Layers whose Linear weights stream from pinned host memory through two device slots
+// (plan residency Streamed, or CudaOptions::stream_last_layers).
+struct StreamedLayer {
+  int layer = -1;                  // plan layer (Step.layer)
+  std::vector<DevWeight*> weights;  // stable pointers: weights_, pairs_ nodes, siblings_[g].w
+  size_t bytes = 0;                 // slot image bytes
 };
 
 // An activation buffer.
@@ -171,7 +183,24 @@ class CudaBackend final : public runtime::Backend {
 
   // accounting
   size_t weight_bytes_ = 0, kv_bytes_ = 0, arena_bytes_ = 0, ws_bytes_ = 0;
-  int streamed_as_resident_ = 0;
+  // weight streaming (streaming.cpp)
+  std::vector<StreamedLayer> streamed_;
+  std::map<int, int> streamed_index_;  // plan layer → streamed_ index
+  void* slot_[2] = {nullptr, nullptr};
+  size_t slot_bytes_ = 0;
+  cudaEvent_t copied_[2] = {nullptr, nullptr}, freed_[2] = {nullptr, nullptr};
+  bool freed_recorded_[2] = {false, false};
+  int slot_layer_[2] = {-1, -1};  // streamed_ index whose copy was issued into each slot
+  int running_slot_ = -1;         // slot of the streamed layer the compute stream is in
+  bool stream_weight(int first_id, int layer) const;  // plan residency / stream_last_layers
+  void evict_to_host(DevWeight& w, int layer);        // built on the device → pinned host image
+  void setup_streaming();                             // slots + events, after the load
+  void stream_enter(int layer);                       // before a streamed layer's first step
+  void stream_leave();                                // after its last step
+  void issue_layer_copy(int index, int slot);
+  void unstream(DevWeight& w);  // a weight update makes a streamed weight resident
+  void free_streaming();
+  long streamed_copies_ = 0;
   StagedUpload* loader_ = nullptr;  // set while load_weights() runs
   void* stage_ = nullptr;
   size_t stage_bytes_ = 0;

@@ -56,6 +56,7 @@ CudaBackend::~CudaBackend() {
   } catch (...) {
   }
   drop_graphs();
+  free_streaming();
   for (auto e : events_) cudaEventDestroy(e);
   if (trace_ref_) cudaEventDestroy(trace_ref_);
   for (void* p : allocs_) cudaFree(p);
@@ -95,10 +96,9 @@ void CudaBackend::dfree(void*& p) {
 std::string CudaBackend::breakdown() const {
   return "  context " + mib(device_->context_bytes()) + ", weights " + mib(weight_bytes_) + ", KV " + mib(kv_bytes_) +
          ", activations " + mib(arena_bytes_) + ", workspaces " + mib(ws_bytes_) +
-         (streamed_as_resident_ ? "\n  " + std::to_string(streamed_as_resident_) +
-                                      " weights the plan marks Streamed are held resident (weight streaming is not "
-                                      "implemented in the CUDA backend)"
-                                : std::string());
+         (streamed_.empty() ? std::string()
+                            : "\n  " + std::to_string(streamed_.size()) + " layers stream from pinned host memory (two " +
+                                  mib(slot_bytes_) + " slots, counted in weights)");
 }
 
 void CudaBackend::prepare(const plan::Plan& plan, const runtime::WeightStore& weights, const runtime::KvSizes& kv) {
@@ -354,7 +354,8 @@ void CudaBackend::execute(const BatchDesc& batch, int first, int last) {
       if (s.num_rows > 0) sh.max_kv_len = std::max(sh.max_kv_len, batch.positions[s.first_row + s.num_rows - 1] + 1);
       decode &= s.num_rows == 1;
     }
-    const bool graph = decode && opts_.graphs && !observer_ && first == 0 && last == nsteps &&
+    // Streamed layers alternate between two slots: their pointers change, so no graphs.
+    const bool graph = decode && opts_.graphs && !observer_ && streamed_.empty() && first == 0 && last == nsteps &&
                        sh.S <= std::max(1, kv_sizes_.ring_slots);
     if (graph) {
       int b = 1;
@@ -427,8 +428,16 @@ void CudaBackend::run_steps(int first, int last) {
   sib_done_ = -1;
   run_first_ = first;
   run_last_ = last;
+  int in_layer = -2;  // layer of the previous step (streamed layers are entered and left around runs)
+  bool in_streamed = false;
   for (int i = first; i < last; ++i) {
     const auto* st = prog->Get(i);
+    if (!streamed_.empty() && st->layer() != in_layer) {
+      if (in_streamed) stream_leave();
+      in_layer = st->layer();
+      in_streamed = streamed_index_.count(in_layer) > 0;
+      if (in_streamed) stream_enter(in_layer);
+    }
     const bool timed = trace_on() && !capturing_;
     const int e0 = timed ? event() : -1;
     if (timed) check(cudaEventRecord(events_[e0], device_->stream()), "cudaEventRecord");
@@ -446,6 +455,7 @@ void CudaBackend::run_steps(int first, int last) {
                           plan::kernel_name(st->kernel()), runtime::TraceWriter::kCompute, e0, e1});
     }
   }
+  if (in_streamed) stream_leave();
 }
 
 int CudaBackend::event() {
@@ -463,6 +473,7 @@ void CudaBackend::flush_trace() {
     return;
   }
   check(cudaStreamSynchronize(device_->stream()), "synchronize for the trace");
+  if (!streamed_.empty()) check(cudaStreamSynchronize(device_->copy_stream()), "synchronize for the trace (copies)");
   for (const auto& p : pending_) {
     float a = 0, b = 0;
     check(cudaEventElapsedTime(&a, trace_ref_, events_[p.ev0]), "cudaEventElapsedTime");
@@ -545,6 +556,9 @@ runtime::CudaInfo CudaBackend::info() const {
   i.kv_bytes = kv_bytes_;
   i.arena_bytes = arena_bytes_;
   i.workspace_bytes = ws_bytes_;
+  i.streamed_layers = int(streamed_.size());
+  for (const auto& L : streamed_) i.streamed_bytes += L.bytes;
+  i.streamed_copies = streamed_copies_;
   i.load_bytes = load_bytes_;
   i.load_seconds = load_seconds_;
   i.graphs_captured = graphs_captured_;

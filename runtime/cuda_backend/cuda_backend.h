@@ -39,6 +39,11 @@ struct CudaOptions {
   // Activation values in one arena placed by lifetime: -1 when that is >= 4x smaller than one
   // buffer per value (compiled plans), 0 never, 1 always (tests compare the two bitwise).
   int share_values = -1;
+  // Weight streaming: Linears of layers the plan marks Streamed live in pinned host memory and
+  // are copied into one of two device slots on the copy stream while the layer before runs
+  // (decode steps then run eagerly, not as CUDA graphs). > 0 additionally streams the last N
+  // layers (tests compare it bitwise with resident weights).
+  int stream_last_layers = 0;
 };
 
 std::unique_ptr<Backend> make_cuda_backend(const CudaOptions& options);
@@ -61,6 +66,9 @@ struct CudaInfo {
   size_t load_bytes = 0;     // host → device bytes of the weight load (checkpoint tensors as read)
   double load_seconds = 0;   // wall time of the weight load (reads, copies, repacks)
   int graphs_captured = 0;
+  int streamed_layers = 0;       // layers whose Linears stream from pinned host memory
+  size_t streamed_bytes = 0;     // their bytes (host)
+  long streamed_copies = 0;      // layer copies issued so far
   long graph_replays = 0, eager_steps = 0;
 };
 CudaInfo cuda_info(const Backend& b);

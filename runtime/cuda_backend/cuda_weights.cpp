@@ -83,6 +83,7 @@ void CudaBackend::release_stage() {
 }
 
 void CudaBackend::free_weight(DevWeight& w) {
+  if (w.host) unstream(w);
   if (w.mem) {
     weight_bytes_ -= std::min(weight_bytes_, align256(w.bytes));
     dfree(w.mem);
@@ -221,10 +222,12 @@ void CudaBackend::load_weights() {
   find_siblings(uses);
   for (const auto& g : siblings_)
     for (int w : g.weights) standalone_[w] = false;
-  for (const auto* w : *ws) {
-    any_int4 |= w->format() == fb::WeightFormat::Int4;
-    streamed_as_resident_ += w->residency() == fb::Residency::Streamed;
-  }
+  for (const auto* w : *ws) any_int4 |= w->format() == fb::WeightFormat::Int4;
+  std::vector<int> layer_of(n, -1);  // the layer of the first step using each weight
+  for (const auto* st : *(*plan_)->program())
+    if (st->weights())
+      for (int w : *st->weights())
+        if (w >= 0 && layer_of[w] < 0) layer_of[w] = st->layer();
   std::unique_ptr<models::Checkpoint> ck;
   if (any_int4 && !opts_.model_dir.empty()) ck = models::Checkpoint::open(opts_.model_dir);
   // Bytes the load reads (the progress bar's total): raw INT4 tensors, else BF16 of the value.
@@ -257,9 +260,18 @@ void CudaBackend::load_weights() {
           weights_[id] = w;
         else
           upload_dense(id);
+        // Streamed layers: built like resident weights, then moved to pinned host memory.
+        if (stream_weight(id, layer_of[id])) evict_to_host(weights_[id], layer_of[id]);
       }
-      for (const auto& [g, u] : pairs) upload_pair(g, u, ck.get());
-      for (int g = 0; g < int(siblings_.size()); ++g) upload_siblings(g, ck.get());
+      for (const auto& [g, u] : pairs) {
+        upload_pair(g, u, ck.get());
+        if (stream_weight(g, layer_of[g])) evict_to_host(pairs_[{g, u}], layer_of[g]);
+      }
+      for (int g = 0; g < int(siblings_.size()); ++g) {
+        upload_siblings(g, ck.get());
+        const int w0 = siblings_[g].weights[0];
+        if (stream_weight(w0, layer_of[w0])) evict_to_host(siblings_[g].w, layer_of[w0]);
+      }
       up.finish();
       check(cudaStreamSynchronize(device_->stream()), "loading weights (repacks)");
     } catch (...) {
@@ -271,6 +283,7 @@ void CudaBackend::load_weights() {
     bar.finish();
   }
   release_stage();
+  setup_streaming();
   load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Split-K workspace of the INT4 decode GEMM: the largest any weight needs; zeroed once.
   size_t ws_bytes = 0;

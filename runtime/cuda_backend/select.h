@@ -59,6 +59,8 @@ inline void add_device_summary(const Backend& b, nlohmann::json& summary) {
   summary["device"] = i.device;
   summary["emulation"] = i.emulation.empty() ? nlohmann::json(nullptr) : nlohmann::json(i.emulation);
   summary["budget_bytes"] = i.budget_bytes;
+  summary["weight_streaming"] = {{"layers", i.streamed_layers}, {"host_bytes", i.streamed_bytes},
+                                 {"layer_copies", i.streamed_copies}};
   summary["weight_load"] = {{"bytes", i.load_bytes},
                             {"seconds", i.load_seconds},
                             {"gb_per_s", i.load_seconds > 0 ? i.load_bytes / i.load_seconds / 1e9 : 0.0}};
