@@ -32,6 +32,7 @@
 #include "passes/GPTQ.h"
 #include "passes/quant/calibration.h"
 #include "passes/quant/quantizer.h"
+#include "runtime/cuda_backend/select.h"
 #include "tools/cli.h"
 #include "tools/quant_executor.h"
 
@@ -52,6 +53,7 @@ struct QuantArgs {
   int samples = 128, length = 512;
   int threads = 0;
   bool fake_quant = false;
+  runtime::DeviceFlags dev;  // --device cuda: calibration forwards on the GPU
 };
 
 std::vector<float> tensor_f32(const models::Checkpoint& ck, const std::string& name) {
@@ -110,6 +112,8 @@ void run_quantize(const QuantArgs& a) {
   if (a.method == "rtn" && (a.act_order || a.true_sequential))
     throw Error(std::string("quantize: ") + (a.act_order ? "--act-order" : "--true-sequential") +
                 " is a GPTQ option; --method rtn has no column order or calibration");
+  if (a.method == "rtn" && a.dev.device != "cpu")
+    throw Error("quantize: --device runs GPTQ's calibration forwards; --method rtn runs none");
   const bool sym = !a.asymmetric;
   const int threads = a.threads > 0 ? a.threads : int(std::max(1u, std::thread::hardware_concurrency()));
   const fs::path src(a.model), dst(a.output);
@@ -138,8 +142,18 @@ void run_quantize(const QuantArgs& a) {
     if (a.calibration.empty()) throw Error("quantize: --method gptq needs --calibration FILE.jsonl");
     auto tok = models::Tokenizer::load(src / "tokenizer.json");
     const auto seqs = calibration_set(a, *tok);
-    auto exec = std::make_unique<tools::EngineCalibrationExecutor>(src, seqs, a.length, threads);
-    calib_meta = {{"dataset", a.calibration}, {"executor", "runtime-cpu"}, {"samples_requested", a.samples}, {"samples", seqs.size()},
+    // --device cuda: every Linear streams from pinned host memory (GPTQ runs one layer at a time,
+    // so two layer slots suffice and a BF16 12B fits the budget), one buffer per value (the
+    // executor runs a layer's steps piecewise); 8 sequences per batch bound KV + activations.
+    runtime::DeviceFlags dev = a.dev;
+    dev.stream_last_layers = cfg.num_layers;
+    dev.share_values = 0;
+    auto backend = runtime::backend_for_flags(dev, src);
+    const bool gpu = backend != nullptr;
+    auto exec = std::make_unique<tools::EngineCalibrationExecutor>(src, seqs, a.length, threads, gpu ? 8 : 16,
+                                                                   std::move(backend));
+    calib_meta = {{"dataset", a.calibration}, {"executor", gpu ? "runtime-cuda" : "runtime-cpu"},
+                  {"samples_requested", a.samples}, {"samples", seqs.size()},
                   {"sequence_length", a.length}, {"tokens", int64_t(seqs.size()) * a.length}};
     quant::GptqDriverOptions opt;
     opt.gptq.spec = spec;
@@ -170,6 +184,7 @@ void run_quantize(const QuantArgs& a) {
     mlir::PassManager pm(&ctx);
     pm.addPass(passes::createGptqPass({exec.get(), opt}));
     if (mlir::failed(pm.run(*module))) throw Error("quantize: the g4-gptq pass failed on " + a.model);
+    if (gpu) runtime::add_device_summary(exec->backend(), calib_meta["device"]);
   }
 
   // ---- write the checkpoint ----
@@ -264,6 +279,13 @@ void add_quantize_command(CLI::App& app) {
   cmd->add_option("--calibration-length", a->length, "tokens per calibration sample (BOS included)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--threads", a->threads, "worker threads (default: all cores)");
+  cmd->add_option("--device", a->dev.device,
+                  "cpu | cuda: calibration forwards on the GPU, Linears streamed from pinned host memory "
+                  "(Hessians and GPTQ solves stay on the host)")
+      ->capture_default_str();
+  cmd->add_option("--emulate", a->dev.emulate, "cuda: in a 16-SM green context emulating 1g.10gb");
+  cmd->add_option("--budget", a->dev.budget, "cuda: whole-process device bytes (e.g. 9984MiB; 0 = none)")
+      ->capture_default_str();
   cmd->add_flag("--fake-quant", a->fake_quant,
                 "write dequantized F32 weights instead of INT4 (for checking the INT4 path)");
   cmd->add_option("-o,--output", a->output, "output directory")->required();

@@ -142,14 +142,15 @@ std::string weight_name(int layer, const std::string& linear) {
 
 EngineCalibrationExecutor::EngineCalibrationExecutor(const std::filesystem::path& dir,
                                                      const std::vector<std::vector<int32_t>>& seqs, int64_t len,
-                                                     int threads, int batch)
+                                                     int threads, int batch,
+                                                     std::unique_ptr<runtime::Backend> backend)
     : seqs_(seqs), len_(len), batch_(std::max(1, batch)) {
   runtime::EngineOptions o;
   o.max_sequences = batch_;
   o.max_seq_len = int(len);
   o.threads = std::max(1, threads);
   o.token_budget = int(batch_ * len);
-  engine_ = runtime::Engine::open(dir, std::nullopt, o);
+  engine_ = runtime::Engine::open(dir, std::nullopt, o, std::move(backend));
   for (size_t s = 0; s < seqs_.size(); ++s)
     if (int64_t(seqs_[s].size()) != len_)
       throw Error("calibration sequence " + std::to_string(s) + " has " + std::to_string(seqs_[s].size()) +
@@ -170,6 +171,8 @@ EngineCalibrationExecutor::EngineCalibrationExecutor(const std::filesystem::path
 }
 
 EngineCalibrationExecutor::~EngineCalibrationExecutor() = default;
+
+const runtime::Backend& EngineCalibrationExecutor::backend() const { return engine_->backend(); }
 
 int EngineCalibrationExecutor::num_layers() const { return engine_->config().num_layers; }
 

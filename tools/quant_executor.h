@@ -16,6 +16,7 @@
 
 #include "models/config.h"
 #include "passes/quant/calibration.h"
+#include "runtime/backend.h"
 
 namespace g4c::runtime {
 class Engine;
@@ -50,8 +51,12 @@ quant::GramUpdate cpu_gram_update(int threads);
 // batch, so the layer is computed once, each part with the weights before it quantized.
 class EngineCalibrationExecutor : public quant::CalibrationExecutor {
  public:
+  // `backend`: null = the CPU backend; a CUDA backend runs the calibration forwards on the GPU
+  // (its Linear observer hands the inputs to the host, where the Hessians and solves run).
   EngineCalibrationExecutor(const std::filesystem::path& dir, const std::vector<std::vector<int32_t>>& sequences,
-                            int64_t len, int threads, int batch_sequences = 16);
+                            int64_t len, int threads, int batch_sequences = 16,
+                            std::unique_ptr<runtime::Backend> backend = nullptr);
+  const runtime::Backend& backend() const;
   ~EngineCalibrationExecutor() override;
   int num_layers() const override;
   std::vector<quant::LinearInfo> linears(int layer) const override;

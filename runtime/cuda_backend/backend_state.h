@@ -198,7 +198,16 @@ class CudaBackend final : public runtime::Backend {
   void stream_enter(int layer);                       // before a streamed layer's first step
   void stream_leave();                                // after its last step
   void issue_layer_copy(int index, int slot);
-  void unstream(DevWeight& w);  // a weight update makes a streamed weight resident
+  void unstream(DevWeight& w);  // drops w from streaming (it then holds no device memory)
+  // A weight update of a streamed weight: detach its host image, rebuild the device weight as
+  // usual, then write the new bytes into the same image (same size) and drop stale slot copies.
+  struct StreamKeep {
+    int index = -1;  // streamed_ index, -1: w is resident
+    void* host = nullptr;
+    size_t slot_off = 0, bytes = 0;
+  };
+  StreamKeep stream_detach(DevWeight& w);
+  void stream_reattach(DevWeight& w, const StreamKeep& k);
   void free_streaming();
   long streamed_copies_ = 0;
   StagedUpload* loader_ = nullptr;  // set while load_weights() runs

@@ -304,15 +304,21 @@ void CudaBackend::weight_updated(int id) {
   if (!plan_ || id < 0 || id >= int(weights_.size())) throw Error("cuda backend: weight_updated of an unknown weight");
   check(cudaStreamSynchronize(device_->stream()), "synchronize before a weight update");
   drop_graphs();
-  // The store now holds the new (e.g. fake-quantized) values: use them as dense BF16.
-  if (standalone_[id]) upload_dense(id);
+  // The store now holds the new (e.g. fake-quantized) values: use them as dense BF16. A streamed
+  // weight is rebuilt on the device and written back into its host image (weight streaming).
+  auto refresh = [&](DevWeight& w, const auto& rebuild) {
+    const StreamKeep k = stream_detach(w);
+    rebuild();
+    stream_reattach(w, k);
+  };
+  if (standalone_[id]) refresh(weights_[id], [&] { upload_dense(id); });
   std::vector<std::pair<int, int>> hit;
   for (const auto& [k, w] : pairs_)
     if (k.first == id || k.second == id) hit.push_back(k);
-  for (const auto& [g, u] : hit) upload_pair(g, u, nullptr);
+  for (const auto& [g, u] : hit) refresh(pairs_[{g, u}], [&] { upload_pair(g, u, nullptr); });
   for (int g = 0; g < int(siblings_.size()); ++g)
     if (std::find(siblings_[g].weights.begin(), siblings_[g].weights.end(), id) != siblings_[g].weights.end())
-      upload_siblings(g, nullptr);
+      refresh(siblings_[g].w, [&] { upload_siblings(g, nullptr); });
   release_stage();
 }
 

@@ -26,6 +26,9 @@ struct DeviceFlags {
   std::string emulate;            // "" | 1g.10gb (cuda only)
   std::string budget = "9984MiB"; // whole-process device bytes (cuda only); "0" = none
   std::string trace;              // Chrome-trace JSON path (cuda only)
+  // Set by commands, not flags (cuda only): CudaOptions::stream_last_layers / share_values.
+  int stream_last_layers = 0;
+  int share_values = -1;
 };
 
 // nullptr for the CPU backend (Engine::open's default).
@@ -42,6 +45,8 @@ inline std::unique_ptr<Backend> backend_for_flags(const DeviceFlags& f, const st
   co.emulate = f.emulate;
   co.budget_bytes = parse_budget(f.budget);
   co.trace_path = f.trace;
+  co.stream_last_layers = f.stream_last_layers;
+  co.share_values = f.share_values;
   return make_cuda_backend(co);
 #else
   (void)model_dir;

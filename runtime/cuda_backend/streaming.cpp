@@ -137,6 +137,39 @@ void CudaBackend::unstream(DevWeight& w) {
   w.mem = nullptr;  // points into a slot (or nowhere): nothing of its own to free
 }
 
+CudaBackend::StreamKeep CudaBackend::stream_detach(DevWeight& w) {
+  StreamKeep k;
+  if (!w.host) return k;
+  for (int i = 0; i < int(streamed_.size()); ++i)
+    if (std::find(streamed_[i].weights.begin(), streamed_[i].weights.end(), &w) != streamed_[i].weights.end())
+      k.index = i;
+  if (k.index < 0) throw Error("cuda backend: internal: a streamed weight is in no streamed layer");
+  check(cudaStreamSynchronize(device_->copy_stream()), "synchronize (streamed weight update)");
+  k.host = w.host;
+  k.slot_off = w.slot_off;
+  k.bytes = w.bytes;
+  w.host = nullptr;
+  w.mem = nullptr;  // nothing of its own on the device
+  return k;
+}
+
+void CudaBackend::stream_reattach(DevWeight& w, const StreamKeep& k) {
+  if (k.index < 0) return;
+  if (w.bytes != k.bytes || !w.mem)
+    throw Error("cuda backend: a weight update changed the device size of a streamed weight (" +
+                std::to_string(k.bytes) + " → " + std::to_string(w.bytes) +
+                " bytes; e.g. an INT4 weight replaced by dense values): streamed weights keep their layout");
+  check(cudaMemcpyAsync(k.host, w.mem, w.bytes, cudaMemcpyDeviceToHost, device_->stream()), "streamed weight → host");
+  check(cudaStreamSynchronize(device_->stream()), "streamed weight → host");
+  weight_bytes_ -= std::min(weight_bytes_, align256(w.bytes));
+  void* dev = w.mem;
+  dfree(dev);  // w.mem keeps the old address as the rebase origin
+  w.host = k.host;
+  w.slot_off = k.slot_off;
+  for (int s = 0; s < 2; ++s)
+    if (slot_layer_[s] == k.index) slot_layer_[s] = -1;  // the slot holds the old bytes
+}
+
 void CudaBackend::free_streaming() {
   if (device_->copy_stream()) cudaStreamSynchronize(device_->copy_stream());
   for (auto& L : streamed_)

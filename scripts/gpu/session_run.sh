@@ -6,7 +6,7 @@
 # (5) a traced full-GPU run and a compiled-plan (lifetime-shared arena) emulated run.
 # Packs: scripts/gpu/pack_cudart.sh build && scripts/gpu/bench_pack.sh build; run tool carry
 # [".devpack-cudart", ".devpack-bench"]: timeout 590 bash scripts/gpu/session_run.sh
-# Env: STAGES (default "tiny decode synth bench run"), REPEAT (2). Logs: $OUT/session.tar.xz.
+# Env: STAGES (default "tiny decode synth bench run"; also "gptq"), REPEAT (2). Logs: $OUT/session.tar.xz.
 export PYTHONUNBUFFERED=1 G4C_NO_PROGRESS=1 WORK=${WORK:-/tmp/g4c-bench}
 O=/tmp/g4c-session  # tarred into $OUT at the end ($OUT returns at most 8 files)
 C=.devpack-cudart
@@ -55,6 +55,29 @@ if has run; then
   t "compiled plan (lifetime-shared arena), emulated"
   timeout 90 "$WORK/bin/g4c" run --model "$WORK/12b-int4" --input "$WORK/public_ids.jsonl" --output /tmp/run_out.jsonl \
     --summary "$O/run_compiled_emulated.json" --device cuda --emulate 1g.10gb --batch-size 8 --ignore-eos 2>&1 | tail -3
+fi
+if has gptq; then
+  # GPTQ with the calibration forwards on the GPU (Linears streamed from pinned host memory;
+  # Hessians + solves on the host): tiny (cuda vs cpu executor, then both evaluated on the CPU),
+  # then the synthetic 12B BF16 under the 9984 MiB budget with GPTQ_SAMPLES sequences.
+  [ -x "$WORK/bin/g4c" ] || { xz -dc .devpack-bench/g4c.xz > "$WORK/bin/g4c"; chmod +x "$WORK/bin/g4c"; }
+  G=$WORK/bin/g4c
+  for d in cpu cuda; do
+    t "gptq tiny --device $d"
+    timeout 120 "$G" quantize --model models/gemma4-tiny --method gptq --calibration datasets/calibration-256.jsonl \
+      --device $d -o /tmp/tiny-gptq-$d > "$O/gptq_tiny_$d.log" 2>&1; echo "rc=$?"; tail -2 "$O/gptq_tiny_$d.log"
+    timeout 90 "$G" eval --model /tmp/tiny-gptq-$d --dataset datasets/quality_public.jsonl -o "$O/eval_tiny_$d.json" \
+      > "$O/eval_tiny_$d.log" 2>&1; echo "eval rc=$?"; tail -1 "$O/eval_tiny_$d.log"
+  done
+  t "synth 12B bf16"
+  [ -f "$WORK/12b-bf16/config.json" ] || timeout 200 "$G" synth --preset gemma4-12b --dtype bf16 --seed 0 \
+    -o "$WORK/12b-bf16" --no-progress > "$O/synth_bf16.log" 2>&1
+  t "gptq 12B bf16 --device cuda --budget 9984MiB (${GPTQ_SAMPLES:-8} samples)"
+  timeout "${GPTQ_T:-400}" "$G" quantize --model "$WORK/12b-bf16" --method gptq --calibration datasets/calibration-256.jsonl \
+    --calibration-samples "${GPTQ_SAMPLES:-8}" --device cuda --budget 9984MiB -o "$WORK/12b-gptq" > "$O/gptq_12b.log" 2>&1
+  echo "rc=$?"; tail -3 "$O/gptq_12b.log"
+  python3 -c "import json,sys; q=json.load(open(sys.argv[1])); print(q['seconds'], q['calibration'].get('device'), q['timing_seconds'])" \
+    "$WORK/12b-gptq/quantization_config.json" 2>&1 | tail -2
 fi
 t "done"
 [ -n "${OUT:-}" ] && tar cJf "$OUT/session.tar.xz" -C "$O" . && ls -la "$OUT"
