@@ -64,10 +64,10 @@ void* CudaBackend::stage(size_t bytes, const char* what) {
   if (bytes <= stage_bytes_) return stage_;
   // Kernels enqueued earlier may still read the old buffer.
   check(cudaStreamSynchronize(device_->stream()), what);
+  const size_t want = std::max(bytes, stage_bytes_ + stage_bytes_ / 4);  // fewer regrowths
   dfree(stage_);
   ws_bytes_ -= std::min(ws_bytes_, align256(stage_bytes_));
   stage_bytes_ = 0;
-  const size_t want = std::max(bytes, stage_bytes_ + stage_bytes_ / 4);
   stage_ = dmalloc(want, what);
   stage_bytes_ = want;
   ws_bytes_ += align256(want);
@@ -249,7 +249,7 @@ void CudaBackend::load_weights() {
   }
   const auto t0 = std::chrono::steady_clock::now();
   {
-    Progress bar("load weights → " + device_->describe(), total, Progress::Unit::Bytes);
+    Progress bar("load weights → GPU", total, Progress::Unit::Bytes);
     StagedUpload up(device_->stream(), &bar);
     loader_ = &up;
     try {
