@@ -208,6 +208,7 @@ class CudaBackend final : public runtime::Backend {
   };
   StreamKeep stream_detach(DevWeight& w);
   void stream_reattach(DevWeight& w, const StreamKeep& k);
+  void stream_abandon(DevWeight& w, const StreamKeep& k);  // after a failed rebuild/reattach
   void free_streaming();
   long streamed_copies_ = 0;
   StagedUpload* loader_ = nullptr;  // set while load_weights() runs

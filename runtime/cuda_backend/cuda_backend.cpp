@@ -430,6 +430,18 @@ void CudaBackend::run_steps(int first, int last) {
   run_last_ = last;
   int in_layer = -2;  // layer of the previous step (streamed layers are entered and left around runs)
   bool in_streamed = false;
+  // A throwing step still leaves its streamed layer: the slot-free event must follow the
+  // kernels already queued on it.
+  struct Leave {
+    CudaBackend* b;
+    bool* in;
+    ~Leave() {
+      if (*in) try {
+          b->stream_leave();
+        } catch (...) {
+        }
+    }
+  } leave{this, &in_streamed};
   for (int i = first; i < last; ++i) {
     const auto* st = prog->Get(i);
     if (!streamed_.empty() && st->layer() != in_layer) {
@@ -455,7 +467,10 @@ void CudaBackend::run_steps(int first, int last) {
                           plan::kernel_name(st->kernel()), runtime::TraceWriter::kCompute, e0, e1});
     }
   }
-  if (in_streamed) stream_leave();
+  if (in_streamed) {
+    in_streamed = false;
+    stream_leave();
+  }
 }
 
 int CudaBackend::event() {

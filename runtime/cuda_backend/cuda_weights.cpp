@@ -308,8 +308,13 @@ void CudaBackend::weight_updated(int id) {
   // weight is rebuilt on the device and written back into its host image (weight streaming).
   auto refresh = [&](DevWeight& w, const auto& rebuild) {
     const StreamKeep k = stream_detach(w);
-    rebuild();
-    stream_reattach(w, k);
+    try {
+      rebuild();
+      stream_reattach(w, k);
+    } catch (...) {
+      stream_abandon(w, k);
+      throw;
+    }
   };
   if (standalone_[id]) refresh(weights_[id], [&] { upload_dense(id); });
   std::vector<std::pair<int, int>> hit;

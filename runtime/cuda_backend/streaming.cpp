@@ -53,15 +53,17 @@ void CudaBackend::evict_to_host(DevWeight& w, int layer) {
   }
   StreamedLayer& L = streamed_[it->second];
   check(cudaHostAlloc(&w.host, w.bytes, cudaHostAllocDefault), "cudaHostAlloc (streamed weight)");
-  // The weight was built by kernels on the compute stream: copy after them, then free.
+  w.slot_off = L.bytes;
+  L.bytes += align256(w.bytes);
+  L.weights.push_back(&w);  // from here free_streaming() owns w.host, also if a copy below fails
+  // The weight was built by kernels on the compute stream: copy after them, then free. The
+  // freed bytes are poisoned first, so a view left pointing at them reads NaN, not stale weights.
   check(cudaMemcpyAsync(w.host, w.mem, w.bytes, cudaMemcpyDeviceToHost, device_->stream()), "streamed weight → host");
+  check(cudaMemsetAsync(w.mem, 0xFF, w.bytes, device_->stream()), "poison evicted weight");
   check(cudaStreamSynchronize(device_->stream()), "streamed weight → host");
   weight_bytes_ -= std::min(weight_bytes_, align256(w.bytes));
   void* dev = w.mem;
   dfree(dev);  // w.mem keeps the old address: the origin rebase() moves the views from
-  w.slot_off = L.bytes;
-  L.bytes += align256(w.bytes);
-  L.weights.push_back(&w);
 }
 
 void CudaBackend::setup_streaming() {
@@ -160,6 +162,7 @@ void CudaBackend::stream_reattach(DevWeight& w, const StreamKeep& k) {
                 std::to_string(k.bytes) + " → " + std::to_string(w.bytes) +
                 " bytes; e.g. an INT4 weight replaced by dense values): streamed weights keep their layout");
   check(cudaMemcpyAsync(k.host, w.mem, w.bytes, cudaMemcpyDeviceToHost, device_->stream()), "streamed weight → host");
+  check(cudaMemsetAsync(w.mem, 0xFF, w.bytes, device_->stream()), "poison rebuilt weight");
   check(cudaStreamSynchronize(device_->stream()), "streamed weight → host");
   weight_bytes_ -= std::min(weight_bytes_, align256(w.bytes));
   void* dev = w.mem;
@@ -168,6 +171,23 @@ void CudaBackend::stream_reattach(DevWeight& w, const StreamKeep& k) {
   w.slot_off = k.slot_off;
   for (int s = 0; s < 2; ++s)
     if (slot_layer_[s] == k.index) slot_layer_[s] = -1;  // the slot holds the old bytes
+}
+
+void CudaBackend::stream_abandon(DevWeight& w, const StreamKeep& k) {
+  // A failed update of a streamed weight: drop it from streaming and leave it absent, so a
+  // later step using it fails with "no device weight" instead of reading a stale slot.
+  if (k.index < 0) return;
+  auto& ws = streamed_[k.index].weights;
+  ws.erase(std::remove(ws.begin(), ws.end(), &w), ws.end());
+  cudaFreeHost(k.host);
+  if (w.mem && !w.host) {  // a rebuilt device buffer of its own
+    weight_bytes_ -= std::min(weight_bytes_, align256(w.bytes));
+    void* dev = w.mem;
+    dfree(dev);
+  }
+  w = DevWeight{};
+  for (int s = 0; s < 2; ++s)
+    if (slot_layer_[s] == k.index) slot_layer_[s] = -1;
 }
 
 void CudaBackend::free_streaming() {
