@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "runtime/cuda/attention.cuh"
+#include "runtime/cuda/fused.cuh"
 #include "tests/gpu/gpu_util.h"
 
 namespace g4c::gputest {
@@ -239,6 +240,77 @@ TEST(GpuAttention, KFromV) {
   run_attn({512, 16, 1, 0, true, 64, {{0, 20}, {300, 5}}, 1, 64, 1e6f});
   run_attn({512, 16, 1, 0, true, 64, {{2000, 1}, {37, 1}}, 0, 64, 1e6f});
   run_attn({128, 8, 2, 64, false, 0, {{100, 8}, {40, 3}}, 1, 64, 1e4f});
+}
+
+// K=V once against the stored K it replaces: one k_eq_v projection goes through
+// qk_norm_rope_kv_write into a K and a V cache; attention reading the stored K and attention
+// forming K from V must agree. The only difference allowed is V's bf16 rounding before the
+// k_norm product (≤ 1 bf16 step per K element, far below the 6e-3 attention bound); a wrong
+// position, pair or weight in the kernel's K moves the output by O(1). Independent of the host
+// reference above (which restates the kernel's formula).
+TEST(GpuAttention, KFromVMatchesTheFusedWritesStoredK) {
+  G4C_REQUIRE_GPU();
+  for (const int d : {128, 512}) {
+    SCOPED_TRACE("d=" + std::to_string(d));
+    std::mt19937_64 rng(test_seed() ^ uint64_t(d));
+    const int hq = d == 128 ? 4 : 16, hkv = 1, L = 300, pairs = d / 8, bs = 16;
+    const float theta = 1e6f;
+    std::vector<bf16> q = rand_bf16(rng, size_t(L) * hq * d, 1.5f), k = rand_bf16(rng, size_t(L) * hkv * d, 1.5f);
+    std::vector<bf16> qw(d), kw(d);
+    for (auto& x : qw) x = tobf(0.5f + float(rng() % 1000) / 1000.f);
+    for (auto& x : kw) x = tobf(0.5f + float(rng() % 1000) / 1000.f);
+    std::vector<int> pos(L), table((L + bs - 1) / bs);
+    std::iota(pos.begin(), pos.end(), 0);
+    std::iota(table.begin(), table.end(), 0);
+    std::reverse(table.begin(), table.end());  // blocks out of order
+    std::vector<int64_t> slots(L);
+    for (int j = 0; j < L; ++j) slots[j] = int64_t(table[j / bs]) * bs + j % bs;
+    const size_t cache = size_t(table.size()) * bs * hkv * d;
+    DevBuf<bf16> dq(q), dk(k), dqw(qw), dkw(kw), kc(cache), vc(cache), qo(q.size()), o1(q.size()), o2(q.size());
+    DevBuf<int> dpos(pos), dbt(table);
+    DevBuf<int64_t> dsl(slots);
+    poison(kc.p, kc.bytes());
+    poison(vc.p, vc.bytes());
+    G4C_CUDA_OK(cuda::qk_norm_rope_kv_write(dq.p, dk.p, nullptr, dqw.p, dkw.p, dpos.p, dsl.p, L, hq, hkv, d, theta,
+                                            pairs, 1e-6f, qo.p, kc.p, vc.p, nullptr));
+    // Two chunks: a prefill of 280 queries, then 20 queries against the cached keys.
+    for (const auto [ctx0, qlen] : {std::pair{0, 280}, std::pair{280, 20}}) {
+      std::vector<int> qs = {0, qlen}, cl = {ctx0};
+      DevBuf<int> dqs(qs), dcl(cl);
+      cuda::AttnBatch b;
+      b.num_requests = 1;
+      b.q_start = dqs.p;
+      b.ctx_len = dcl.p;
+      b.total_q = qlen;
+      b.max_q_len = qlen;
+      b.max_kv_len = ctx0 + qlen;
+      cuda::KvCache stored;
+      stored.k = kc.p;
+      stored.v = vc.p;
+      stored.block_table = dbt.p;
+      stored.max_blocks = int(table.size());
+      stored.block_size = bs;
+      cuda::KvCache kfv = stored;
+      kfv.k = nullptr;
+      kfv.k_norm = dkw.p;
+      kfv.rotary_pairs = pairs;
+      kfv.rope_theta = theta;
+      const bf16* qchunk = qo.p + size_t(ctx0) * hq * d;
+      poison(o1.p, o1.bytes());
+      poison(o2.p, o2.bytes());
+      G4C_CUDA_OK(cuda::attention(qchunk, hq, hkv, d, stored, b, 0, 1.0f, o1.p, 1, nullptr, 0, nullptr));
+      G4C_CUDA_OK(cuda::attention(qchunk, hq, hkv, d, kfv, b, 0, 1.0f, o2.p, 1, nullptr, 0, nullptr));
+      G4C_CUDA_OK(cudaDeviceSynchronize());
+      const std::vector<float> a = to_float(o1.get()), c = to_float(o2.get());
+      std::vector<double> ref(size_t(qlen) * hq * d);
+      for (size_t i = 0; i < ref.size(); ++i) ref[i] = a[i];
+      size_t bad = 0;
+      const double err = rel_err(ref, std::vector<float>(c.begin(), c.begin() + ref.size()), &bad);
+      EXPECT_EQ(bad, 0u);
+      EXPECT_LT(err, kAttnBound);
+      std::fprintf(stderr, "[attn] K=V once vs stored K, d=%d ctx %d q %d: rel_err %.3e\n", d, ctx0, qlen, err);
+    }
+  }
 }
 
 TEST(GpuAttention, DecodeSplitKv) {
