@@ -13,10 +13,6 @@
 #include "runtime/plan/value_arena.h"
 
 namespace g4c::cudart {
-namespace {
-std::string mib(size_t b) { return std::to_string((b + (1 << 19)) >> 20) + " MiB"; }
-size_t align256(size_t b) { return (b + 255) & ~size_t(255); }
-}  // namespace
 
 CudaBackend::CudaBackend(const runtime::CudaOptions& o) : opts_(o) {
   DeviceOptions d;

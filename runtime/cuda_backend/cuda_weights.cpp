@@ -19,8 +19,6 @@
 namespace g4c::cudart {
 namespace {
 
-size_t align256(size_t b) { return (b + 255) & ~size_t(255); }
-
 // fp32 → bf16 bits, round to nearest even (exact for values that came from BF16).
 void to_bf16(const float* in, uint16_t* out, size_t n) {
   auto work = [&](size_t b, size_t e) {
@@ -214,31 +212,21 @@ void CudaBackend::load_weights() {
       if (std::find(pairs.begin(), pairs.end(), p) == pairs.end()) pairs.push_back(p);
     }
   }
-  std::vector<int> uses(n, 0);
+  std::vector<int> uses(n, 0), layer_of(n, -1);  // steps using each weight; the first one's layer
   for (const auto* st : *(*plan_)->program())
     if (st->weights())
       for (int w : *st->weights())
-        if (w >= 0) ++uses[w];
+        if (w >= 0 && uses[w]++ == 0) layer_of[w] = st->layer();
   find_siblings(uses);
   for (const auto& g : siblings_)
     for (int w : g.weights) standalone_[w] = false;
   for (const auto* w : *ws) any_int4 |= w->format() == fb::WeightFormat::Int4;
-  std::vector<int> layer_of(n, -1);  // the layer of the first step using each weight
-  for (const auto* st : *(*plan_)->program())
-    if (st->weights())
-      for (int w : *st->weights())
-        if (w >= 0 && layer_of[w] < 0) layer_of[w] = st->layer();
   std::unique_ptr<models::Checkpoint> ck;
   if (any_int4 && !opts_.model_dir.empty()) ck = models::Checkpoint::open(opts_.model_dir);
   // Bytes the load reads (the progress bar's total): raw INT4 tensors, else BF16 of the value.
   uint64_t total = 0;
-  std::vector<int> uses_any(n, 0);
-  for (const auto* st : *(*plan_)->program())
-    if (st->weights())
-      for (int w : *st->weights())
-        if (w >= 0) uses_any[w] = 1;
   for (int id = 0; id < n; ++id) {
-    if (!uses_any[id]) continue;
+    if (!uses[id]) continue;
     const auto* l = ws->Get(id)->format() == fb::WeightFormat::Int4 ? ws->Get(id)->int4() : nullptr;
     if (l && ck) {
       for (const auto* key : {l->qweight_key(), l->scales_key(), l->zeros_key()})

@@ -38,7 +38,6 @@ void drv(CUresult r, const char* what) {
                 std::to_string(int(r)) + ")");
   }
 }
-std::string mib(size_t b) { return std::to_string((b + (1 << 19)) >> 20) + " MiB"; }
 }  // namespace
 
 Device::Device(const DeviceOptions& o) : opts_(o) {

@@ -13,6 +13,10 @@ namespace g4c::cudart {
 // Throws g4c::Error "cuda backend: <what>: <error string>" unless e == cudaSuccess.
 void check(cudaError_t e, const char* what);
 
+// Device allocations are rounded up to 256 bytes; byte counts in messages as rounded MiB.
+inline size_t align256(size_t b) { return (b + 255) & ~size_t(255); }
+inline std::string mib(size_t b) { return std::to_string((b + (1 << 19)) >> 20) + " MiB"; }
+
 struct DeviceOptions {
   int device = 0;
   int green_sms = 0;          // > 0: run in a green context of at least this many SMs

@@ -20,9 +20,6 @@
 namespace g4c::cudart {
 namespace {
 
-size_t align256(size_t b) { return (b + 255) & ~size_t(255); }
-std::string mib(size_t b) { return std::to_string((b + (1 << 19)) >> 20) + " MiB"; }
-
 // Moves every pointer of `w`'s views by the distance from w.mem to `base`.
 void rebase(DevWeight& w, void* base) {
   const ptrdiff_t d = static_cast<char*>(base) - static_cast<char*>(w.mem);

@@ -93,16 +93,29 @@ struct Golden {
     *rows = v.info->shape[0];
     return v.as<float>();
   }
+  // Greedy requests for prompts p0..p2, `max_new` tokens each, EOS ignored.
+  std::vector<runtime::GenerationRequest> requests(int max_new) const {
+    std::vector<runtime::GenerationRequest> reqs;
+    for (const char* p : {"p0", "p1", "p2"}) {
+      runtime::GenerationRequest r;
+      r.prompt = ids(p);
+      r.max_new_tokens = max_new;
+      r.ignore_eos = true;
+      reqs.push_back(std::move(r));
+    }
+    return reqs;
+  }
 };
 
-Compare golden_logits_bf16(runtime::Engine& e, const Golden& g) {
+// `chunk`: tokens per step (0: whole prompt; 1: decode-sized steps).
+Compare golden_logits_bf16(runtime::Engine& e, const Golden& g, int chunk = 0) {
   Compare c;
   for (std::string p : {"p0", "p1", "p2"}) {
     auto ids = g.ids(p);
     int64_t rows;
     const float* ref = g.logits(p + ".logits_bf16", &rows);
     EXPECT_EQ(rows, int64_t(ids.size()));
-    auto ours = e.logits(ids);
+    auto ours = e.logits(ids, chunk);
     c.add(ours.data(), ref, int(rows), e.vocab_size());
   }
   return c;
@@ -326,14 +339,7 @@ TEST(CudaBackend, SharedValueArenaIsBitwiseEqual) {
       EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * 4), 0) << p << " chunk " << chunk;
     }
   // Batched greedy decoding (CUDA graphs per bucket): the same tokens.
-  std::vector<runtime::GenerationRequest> reqs;
-  for (const char* p : {"p0", "p1", "p2"}) {
-    runtime::GenerationRequest r;
-    r.prompt = g.ids(p);
-    r.max_new_tokens = 24;
-    r.ignore_eos = true;
-    reqs.push_back(std::move(r));
-  }
+  const auto reqs = g.requests(24);
   auto ra = a->generate(reqs), rb = b->generate(reqs);
   for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(ra[i].tokens, rb[i].tokens) << "request " << i;
   auto ia = runtime::cuda_info(a->backend()), ib = runtime::cuda_info(b->backend());
@@ -366,25 +372,12 @@ TEST(CudaBackend, KvSharedPlanMeetsTheGoldenBars) {
   EXPECT_LE(c.mean(), kMeanAbsDelta);
   // Token by token (decode-sized steps: one query per step, keys from the V-only cache): the
   // same bars against HF.
-  Compare dc;
-  for (std::string p : {"p0", "p1", "p2"}) {
-    int64_t rows;
-    const float* ref = g.logits(p + ".logits_bf16", &rows);
-    auto ours = shared->logits(g.ids(p), 1);
-    dc.add(ours.data(), ref, int(rows), shared->vocab_size());
-  }
+  const Compare dc = golden_logits_bf16(*shared, g, /*chunk=*/1);
   std::printf("[ measured ] K=V once, token by token: top-1 %.4f, mean |dlogit| %.4f\n", dc.top1(), dc.mean());
   EXPECT_GE(dc.top1(), kTop1);
   EXPECT_LE(dc.mean(), kMeanAbsDelta);
   // Decode through the K=V-once caches (CUDA graphs, split-KV at one query per sequence).
-  std::vector<runtime::GenerationRequest> reqs;
-  for (const char* p : {"p0", "p1", "p2"}) {
-    runtime::GenerationRequest r;
-    r.prompt = g.ids(p);
-    r.max_new_tokens = 24;
-    r.ignore_eos = true;
-    reqs.push_back(std::move(r));
-  }
+  const auto reqs = g.requests(24);
   auto rs = shared->generate(reqs), rb = stored->generate(reqs);
   int same = 0;
   for (size_t i = 0; i < reqs.size(); ++i) {
@@ -422,14 +415,7 @@ TEST(CudaBackend, StreamedLayersAreBitwiseEqual) {
         ASSERT_EQ(la.size(), lb.size());
         EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * 4), 0) << n << " layers, " << p << " chunk " << chunk;
       }
-    std::vector<runtime::GenerationRequest> reqs;
-    for (const char* p : {"p0", "p1", "p2"}) {
-      runtime::GenerationRequest r;
-      r.prompt = g.ids(p);
-      r.max_new_tokens = 16;
-      r.ignore_eos = true;
-      reqs.push_back(std::move(r));
-    }
+    const auto reqs = g.requests(16);
     auto ra = a->generate(reqs), rb = b->generate(reqs);
     for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(ra[i].tokens, rb[i].tokens) << n << " layers, request " << i;
     const auto ib = runtime::cuda_info(b->backend());
