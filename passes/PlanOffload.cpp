@@ -45,9 +45,25 @@ struct PlanOffloadPass : impl::PlanOffloadBase<PlanOffloadPass> {
         layerWeights[*w.getLayer()].push_back(w);
       }
     }
-    const int64_t fixed = t.kv + t.activations + t.workspaces + t.graph_pools + t.context;
+    // KV is elastic where it is paged: the runtime sizes the block pool from what the budget
+    // leaves and admits requests by their length, so a paged buffer can shrink to one sequence's
+    // blocks (num_blocks / max_seqs). Rings are per-sequence slots and stay whole. Weights that
+    // stream cost a host copy per layer per step (PCIe, ~1% of HBM bandwidth); fewer sequences
+    // resident cost far less, so streaming starts only when one full-length sequence does not fit
+    // beside every resident weight. Without kv_buffer ops (hand-written modules) KV is fixed.
+    const int64_t kvWant = t.kv;
+    int64_t kvMin = 0, kvBuffers = 0;
+    const int64_t seqs = i64Attr(module->getAttrOfType<DictionaryAttr>("g4.kv"), "max_seqs");
+    for (KVBufferOp kv : module.getOps<KVBufferOp>()) {
+      ++kvBuffers;
+      const int64_t pool = kv.getPoolBytes();
+      kvMin += kv.getKind() == "paged" && seqs > 1 ? (pool + seqs - 1) / seqs : pool;
+    }
+    if (kvBuffers == 0 || kvMin > kvWant) kvMin = kvWant;
+    const int64_t fixedNoKv = t.activations + t.workspaces + t.graph_pools + t.context;
 
-    // Stream the last k layers for the smallest k that fits (k = 0: all resident).
+    // Stream the last k layers for the smallest k at which the weights and the smallest KV fit
+    // (k = 0: all resident); KV then gets what is left, up to what was asked.
     std::vector<int64_t> layers;
     for (auto& [layer, bytes] : layerBytes) layers.push_back(layer);
     int64_t chosen = -1;
@@ -61,7 +77,9 @@ struct PlanOffloadPass : impl::PlanOffloadBase<PlanOffloadPass> {
       t.weights_streamed = streamed;
       t.staging = 2 * largest;  // two slots: layer i+1 lands while layer i runs
       t.streamed_layers = int64_t(k);
-      if (fixed + t.weights_resident + t.staging <= t.budget) {
+      const int64_t room = t.budget - (fixedNoKv + t.weights_resident + t.staging);
+      t.kv = std::max(kvMin, std::min(kvWant, room));
+      if (room >= kvMin) {
         chosen = int64_t(k);
         break;
       }

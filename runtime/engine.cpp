@@ -50,7 +50,7 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, std
   else
     e->weights_ = WeightStore::load(e->plan_, *ckpt, o.threads > 0 ? o.threads : 4);
   e->backend_ = backend ? std::move(backend) : make_cpu_backend(o.threads);
-  const KvSizes want{o.max_sequences, paged ? blocks : 1};
+  const KvSizes want{o.max_sequences, paged ? blocks : 1, o.token_budget};
   e->backend_->prepare(e->plan_, *e->weights_, want);
   // A budgeted backend may hold fewer sequences / blocks than asked: schedule within what it has.
   const KvSizes got = e->backend_->allocated_kv(want);

@@ -34,7 +34,7 @@ struct BenchArgs {
   std::vector<std::string> compare;
   bool plot_only = false;
   int repeat = 3, warmup = 1, warmup_requests = 0;
-  int batch_size = 8, max_seq_len = 0, max_new_tokens = 32, threads = 0;
+  int batch_size = 8, max_seq_len = 0, max_new_tokens = 32, threads = 0, token_budget = 0, chunk = 0;
   bool ignore_eos = false;
   bool kv_shared = false;
   runtime::DeviceFlags dev;
@@ -177,6 +177,8 @@ json bench(const BenchArgs& a) {
   eo.max_sequences = a.batch_size;
   eo.max_seq_len = a.max_seq_len > 0 ? a.max_seq_len : longest_request(jsonl, tok.get(), a.max_new_tokens);
   eo.threads = a.threads;
+  eo.token_budget = a.token_budget > 0 ? a.token_budget : runtime::default_token_budget(a.dev);
+  eo.chunk_tokens = a.chunk;
   eo.reference_kv_shared = a.kv_shared;
   const auto t_load = std::chrono::steady_clock::now();
   auto engine = runtime::Engine::open(dir, std::nullopt, eo, runtime::backend_for_flags(a.dev, dir));
@@ -326,6 +328,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--max-sequence-length", a->max_seq_len,
                   "longest prompt + generation (0: the longest request of the input)")->capture_default_str();
   cmd->add_option("--max-new-tokens", a->max_new_tokens, "default when a request has none")->capture_default_str();
+  cmd->add_option("--max-num-batched-tokens", a->token_budget, "token budget per step (0: 1024 on cuda, max(512, batch) on cpu)");
+  cmd->add_option("--chunk-size", a->chunk, "prefill tokens per sequence per step (0: plan maximum)");
   cmd->add_flag("--ignore-eos", a->ignore_eos, "do not stop on the model's EOS ids");
   cmd->add_flag("--kv-shared", a->kv_shared, "store K=V once on k_eq_v layers (V only; the attention recomputes K)");
   cmd->add_option("--threads", a->threads, "CPU threads (0: all)")->capture_default_str();

@@ -42,7 +42,8 @@ std::optional<plan::Plan> plan_for(const RunArgs& a) {
   if (!a.plan.empty()) return plan::Plan::load_file(a.plan);
   if (a.reference_plan) return std::nullopt;  // Engine::open builds the reference plan
   passes::PipelineOptions po;
-  const int budget = a.token_budget > 0 ? a.token_budget : std::max(512, a.batch_size);
+  const int tokens = a.token_budget > 0 ? a.token_budget : runtime::default_token_budget(a.dev);
+  const int budget = tokens > 0 ? tokens : std::max(512, a.batch_size);
   po.max_seqs = a.batch_size;
   po.max_chunk = std::max(256, std::min(a.max_seq_len, budget));  // as Engine::open's default
   po.max_seq_len = a.max_seq_len;
@@ -64,7 +65,7 @@ void run(const RunArgs& a) {
   eo.max_seq_len = a.max_seq_len;
   eo.threads = a.threads;
   eo.kv_blocks = a.kv_blocks;
-  eo.token_budget = a.token_budget;
+  eo.token_budget = a.token_budget > 0 ? a.token_budget : runtime::default_token_budget(a.dev);
   eo.chunk_tokens = a.chunk;
   eo.reference_kv_shared = a.kv_shared;
   if (a.kv_shared && !a.plan.empty())
@@ -120,7 +121,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--ignore-eos", args->ignore_eos, "do not stop on the model's EOS ids");
   cmd->add_option("--threads", args->threads, "CPU threads (0: all)")->capture_default_str();
   cmd->add_option("--kv-blocks", args->kv_blocks, "paged KV pool blocks (0: enough for every sequence)");
-  cmd->add_option("--max-num-batched-tokens", args->token_budget, "token budget per step (0: max(512, batch))");
+  cmd->add_option("--max-num-batched-tokens", args->token_budget, "token budget per step (0: 1024 on cuda, max(512, batch) on cpu)");
   cmd->add_option("--chunk-size", args->chunk, "prefill tokens per sequence per step (0: plan maximum)");
   cmd->add_flag("--reference-plan", args->reference_plan,
                 "without --plan: run the runtime's reference plan instead of compiling the checkpoint");

@@ -8,6 +8,7 @@
 #include "runtime/cuda/gemm_decode.cuh"
 
 #include "runtime/cuda/common.cuh"
+#include "runtime/cuda/gemm_decode_common.cuh"
 #include "runtime/cuda/gemm_epilogue.cuh"
 #include "runtime/cuda/mbarrier.cuh"
 
@@ -17,52 +18,6 @@ namespace g4c::cuda {
 using namespace detail;
 
 namespace {
-
-// ------------------------------------------------------------------ PTX helpers
-// Bulk copy global → this CTA's shared memory, completing on mbarrier `b`, L2 policy `pol`.
-__device__ __forceinline__ void bulk_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* b,
-                                         uint64_t pol) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(
-          smem_u32(dst)),
-      "l"(src), "r"(bytes), "r"(smem_u32(b)), "l"(pol)
-      : "memory");
-}
-__device__ __forceinline__ uint64_t evict_first_policy() {
-  uint64_t p;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
-  return p;
-}
-__device__ __forceinline__ void red_add_v2(float* p, float a, float b) {
-  asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(a), "f"(b) : "memory");
-}
-// mma without `volatile`: the compiler may interleave independent chains (FAST variants).
-__device__ __forceinline__ void mma_bf16_nv(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-__device__ __forceinline__ uint4 lds128(const void* p) {
-  uint4 v;
-  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "r"(smem_u32(p)));
-  return v;
-}
-
-// ------------------------------------------------------------------ kernel
-// Kernel arguments computed by the host plan.
-struct DecArgs {
-  int S;      // k splits
-  int gps;    // groups per split (the last may hold fewer)
-  int br;     // blocks per split
-  int cpg;    // 64-chunks per group
-  int ngroups;
-  int ntiles;
-  int mrows;  // min(m, 16)
-  int xrow;   // bytes per activation row in smem (gps·G·2 + 16)
-};
 
 // Shared memory per block: barriers [NW][NST] | rings [NW][NST][stage] | x [mrows][xrow] |
 // Σx [mrows][gps] floats. A stage holds UPS units of TP tiles: INT4 [UPS][TP][cpg·512], scales
@@ -76,52 +31,6 @@ struct DecSmem {
     return kBars + ring(a.cpg) + a.mrows * a.xrow + a.mrows * a.gps * 4;
   }
 };
-
-// Activation slice k ∈ [k0, k0+klen) of rows < mrows → smem, in the lane order of the mma B
-// fragment: per row and 64-chunk, lane t's 16 values (k16 step ks, k = 16ks + 2t + {0,1,8,9})
-// are 32 contiguous bytes [ks][b0,b1], so a lane reads its chunk with two 16-byte loads.
-// Also Σx per (row, group). Loads are batched (8 per thread) to keep the L2 round trips few.
-template <int NT>
-__device__ __forceinline__ void load_x_slice(const bf16* __restrict__ x, int ldx, int kvalid, int k0,
-                                             int klen, int mrows, int xrow, int group,
-                                             unsigned char* xs, float* xsum, int gloc) {
-  const int per_row = klen / 8;
-  const int total = mrows * per_row;
-  const int gthreads = group / 8;
-  constexpr int B = 8;
-  for (int base = 0; base < total; base += NT * B) {
-    uint4 v[B];
-#pragma unroll
-    for (int b = 0; b < B; ++b) {
-      const int idx = base + b * NT + threadIdx.x;
-      v[b] = make_uint4(0, 0, 0, 0);
-      if (idx < total) {
-        const int r = idx / per_row, c = idx - r * per_row;
-        if (k0 + c * 8 < kvalid) v[b] = __ldg(reinterpret_cast<const uint4*>(x + long(r) * ldx + k0 + c * 8));
-      }
-    }
-#pragma unroll
-    for (int b = 0; b < B; ++b) {
-      const int idx = base + b * NT + threadIdx.x;
-      const bool ok = idx < total;
-      const int r = ok ? idx / per_row : 0, c = ok ? idx - r * per_row : 0;
-      const int kk = c * 8;  // offset in the slice; 8 values of one k16 half
-      const int cl = kk >> 6, ks = (kk >> 4) & 3, h = (kk >> 3) & 1;
-      const uint32_t w[4] = {v[b].x, v[b].y, v[b].z, v[b].w};
-      float sum = 0.f;
-#pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        if (ok)
-          *reinterpret_cast<uint32_t*>(xs + r * xrow + cl * 128 + t * 32 + (ks * 2 + h) * 4) = w[t];
-        const float2 f = __bfloat1622float2(*reinterpret_cast<const bf162*>(&w[t]));
-        sum += f.x + f.y;
-      }
-      // The group's G/8 items are consecutive idx, aligned (per_row is a multiple of G/8).
-      for (int o = gthreads / 2; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-      if (ok && (threadIdx.x & (gthreads - 1)) == 0) xsum[r * gloc + kk / group] = sum;
-    }
-  }
-}
 
 // MT: n8 token tiles (1: m ≤ 8, 2: m ≤ 16). TP: 16-row tiles per unit (2: each activation
 // fragment read from smem serves two weight tiles). Units of a split: (tile group p, group gl),
@@ -222,64 +131,10 @@ __global__ void __launch_bounds__(NW * 32, BPS)
 #pragma unroll
         for (int q = 0; q < 4; ++q) acc[tt][j][q] = 0.f;
   };
-  // Epilogue of tile `tile` from per-lane values v (rows g, g+8 × tokens j·8+2t, +1).
-  auto finish = [&](int tile, const float (&v)[MT][4]) {
-    const int prow = tile * 16 + g;
-#pragma unroll
-    for (int j = 0; j < MT; ++j) {
-      const int tok = j * 8 + 2 * t;
-      if (e.ep == 2) {
-        epi_write(e, prow, tok, v[j][0], v[j][2]);
-        epi_write(e, prow, tok + 1, v[j][1], v[j][3]);
-      } else {
-        epi_write(e, prow, tok, v[j][0], 0.f);
-        epi_write(e, prow, tok + 1, v[j][1], 0.f);
-        epi_write(e, prow + 8, tok, v[j][2], 0.f);
-        epi_write(e, prow + 8, tok + 1, v[j][3], 0.f);
-      }
-    }
-  };
-  // Tile `tile`'s partial sums (this warp's `done` groups) → output or workspace.
-  auto flush_tile = [&](int tile, const float (&av)[MT][4]) {
-    if (tile >= a.ntiles) return;
-    if (done == a.ngroups) {  // the whole tile (all of k) is in this warp's registers
-      finish(tile, av);
-      return;
-    }
-    float* r0 = ws + (long(tile) * 16 + g) * 16;
-    float* r1 = r0 + 8 * 16;
-#pragma unroll
-    for (int j = 0; j < MT; ++j) {
-      const int tok = j * 8 + 2 * t;
-      if (tok < a.mrows) {
-        red_add_v2(r0 + tok, av[j][0], av[j][1]);
-        red_add_v2(r1 + tok, av[j][2], av[j][3]);
-      }
-    }
-    __threadfence();
-    __syncwarp();
-    int last = 0;
-    if (lane == 0) last = atomicAdd(&counters[tile], done) + done == a.ngroups;
-    last = __shfl_sync(0xffffffffu, last, 0);
-    if (!last) return;
-    __threadfence();
-    float v[MT][4];
-#pragma unroll
-    for (int j = 0; j < MT; ++j) {
-      const int tok = j * 8 + 2 * t;
-      const bool ok = tok < a.mrows;
-      v[j][0] = ok ? atomicExch(r0 + tok, 0.f) : 0.f;
-      v[j][1] = ok ? atomicExch(r0 + tok + 1, 0.f) : 0.f;
-      v[j][2] = ok ? atomicExch(r1 + tok, 0.f) : 0.f;
-      v[j][3] = ok ? atomicExch(r1 + tok + 1, 0.f) : 0.f;
-    }
-    if (lane == 0) counters[tile] = 0;
-    finish(tile, v);
-  };
   auto flush = [&]() {
     if (cur < 0) return;
 #pragma unroll
-    for (int tt = 0; tt < TP; ++tt) flush_tile(cur * TP + tt, acc[tt]);
+    for (int tt = 0; tt < TP; ++tt) decode_flush_tile<MT>(a, e, ws, counters, cur * TP + tt, done, lane, acc[tt]);
   };
 
   zero_acc();
@@ -459,15 +314,23 @@ __global__ void __launch_bounds__(NW * 32, BPS)
 // ------------------------------------------------------------------ variants and plan
 struct Variant {
   DecodeVariantInfo info;
-  const void* k1;  // MT = 1 (m ≤ 8)
-  const void* k2;  // MT = 2
+  const void* k[2][2];  // [m > 8][group / 64 − 1]
 };
 
 template <int NW, int NST, int UPS, int TP, int BPS, bool FAST = false>
-constexpr Variant make_variant(int xcap_kb, const char* name) {
-  return Variant{DecodeVariantInfo{NW, BPS, NST, UPS, TP, xcap_kb, name},
-                 reinterpret_cast<const void*>(&w4_stream_kernel<1, NW, NST, UPS, TP, BPS, FAST>),
-                 reinterpret_cast<const void*>(&w4_stream_kernel<2, NW, NST, UPS, TP, BPS, FAST>)};
+Variant make_variant(int xcap_kb, const char* name) {
+  const void* k1 = reinterpret_cast<const void*>(&w4_stream_kernel<1, NW, NST, UPS, TP, BPS, FAST>);
+  const void* k2 = reinterpret_cast<const void*>(&w4_stream_kernel<2, NW, NST, UPS, TP, BPS, FAST>);
+  return Variant{DecodeVariantInfo{NW, BPS, NST, UPS, TP, xcap_kb, name}, {{k1, k1}, {k2, k2}}};
+}
+// Register-direct variant (gemm_decode_ldg.cu): stages = 0 (no ring), units_per_stage = chunks
+// per item.
+Variant ldg_variant(int i, int warps, int bps, int chunks, int xcap_kb, const char* name) {
+  Variant v{DecodeVariantInfo{warps, bps, 0, chunks, 1, xcap_kb, name}, {}};
+  const LdgKernels k = ldg_kernels(i);
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 2; ++b) v.k[a][b] = k.k[a][b];
+  return v;
 }
 
 // <warps, stages, units/stage, tiles/unit, blocks/SM>(activation budget KB). Ring bytes per
@@ -481,14 +344,19 @@ const Variant& variant(int v) {
       make_variant<16, 4, 1, 2, 1>(64, "16 warps, 1 blk/SM, 4 stg x 1 unit x 2 tiles, x<=64K"),
       make_variant<8, 2, 2, 2, 2>(32, "8 warps, 2 blk/SM, 2 stg x 2 units x 2 tiles, x<=32K"),
       make_variant<8, 8, 2, 1, 1>(80, "8 warps, 1 blk/SM, 8 stg x 2 units x 1 tile, x<=80K"),
-      // FAST inner loop (see the kernel); not measured yet, never chosen by the dispatch.
+      // FAST inner loop (see the kernel).
       make_variant<8, 2, 2, 2, 2, true>(32, "FAST v5: 8 warps, 2 blk/SM, 2 stg x 2 units x 2 tiles, x<=32K"),
       make_variant<16, 4, 1, 2, 1, true>(64, "FAST v4: 16 warps, 1 blk/SM, 4 stg x 1 unit x 2 tiles, x<=64K"),
       make_variant<8, 4, 4, 1, 1, true>(24, "FAST v3: 8 warps, 1 blk/SM, 4 stg x 4 units x 1 tile, x<=24K"),
+      // Register-direct (gemm_decode_ldg.cu); the configurations are fixed there by index.
+      ldg_variant(0, 8, 2, 8, 64, "LDG: 8 warps, 2 blk/SM, 8-chunk items, rolling refill, x<=64K"),
+      ldg_variant(1, 16, 1, 8, 96, "LDG: 16 warps, 1 blk/SM, 8-chunk items, rolling refill, x<=96K"),
+      ldg_variant(2, 4, 4, 8, 40, "LDG: 4 warps, 4 blk/SM, 8-chunk items, rolling refill, x<=40K"),
+      ldg_variant(3, 8, 1, 16, 96, "LDG: 8 warps, 1 blk/SM, 16-chunk items, rolling refill, x<=96K"),
   };
   return kV[v];
 }
-constexpr int kNumVariants = 10;
+constexpr int kNumVariants = 14;
 
 struct Plan {
   DecArgs a;
@@ -529,20 +397,17 @@ Plan make_plan(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms,
 
 }  // namespace
 
-// Measured on the H200 (BENCHMARKS.md, g4c_gpu_decode_bench, 2026-11-29), 12B shapes,
-// M = 1, 2, 4, 8, 16, whole GPU (132 SMs) and a 16-SM green context. Every variant beat the
-// legacy kernel on 16 SMs (1.3–3.9×): v5 for m ≤ 8, v4 above. On 132 SMs the legacy kernel
-// stays faster for m ≤ 2 except on gate+up (v5, 1.1×); for m ≥ 3 the best variant grows with
-// the weight: v3 for the 4k-class (≤ 16M weights), v4 up to 64M (full q/o, down), gate+up v5
-// (v4 at m > 8). SM counts between 32 and 132 were not measured (the 132-SM rule is used).
+// Measured on the H200 (BENCHMARKS.md, g4c_gpu_decode_bench, 2026-12-02), 12B shapes, M = 1, 2,
+// 4, 8, 16, whole GPU (132 SMs) and a 16-SM green context, against all 14 variants and the
+// legacy kernel: the register-direct variant 11 (16 warps, 8-chunk items) is the fastest in 63
+// of 70 cases. The exceptions: k|v (2048 × 3840, the smallest weight) on 132 SMs, where v9 is
+// 3–17% faster, full o m = 16 (v8, 1.4%), and down at m = 16 on 16 SMs (v10, 19%).
 int w4a16_decode_choice(int m, const Int4Weight& w, int sms) {
   if (m < 1 || m > 16) return -1;
-  if (sms <= 32) return m <= 8 ? 5 : 4;
   const double elems = double(w.n) * w.kp;
-  if (m <= 2) return elems >= 64e6 ? 5 : -1;
-  if (elems <= 16.5e6) return 3;
-  if (elems <= 64e6) return 4;
-  return m <= 8 ? 5 : 4;
+  if (sms > 32 && elems <= 8.5e6) return 9;
+  if (sms <= 32 && m > 8 && w.kp >= 12288) return 10;
+  return 11;
 }
 
 int w4a16_decode_num_variants() { return kNumVariants; }
@@ -563,10 +428,12 @@ cudaError_t w4a16_decode(const bf16* x, int m, int ldx, const Int4Weight& w, Epi
   const Variant& v = variant(vi);
   const int sms = tuning.sms > 0 ? tuning.sms : gemm_stream_sms(stream);
   const Plan p = make_plan(m, w, v.info, sms, tuning.xcap);
-  const void* kern = m <= 8 ? v.k1 : v.k2;
+  if (w.group != 64 && w.group != 128) return cudaErrorInvalidValue;
+  const int mi = m <= 8 ? 0 : 1, gi = w.group / 64 - 1;
+  const void* kern = v.k[mi][gi];
   // Dynamic shared memory limit: raised once per kernel to the maximum (process-wide).
-  static bool raised[kNumVariants][2] = {};
-  bool& r = raised[vi][m <= 8 ? 0 : 1];
+  static bool raised[kNumVariants][2][2] = {};
+  bool& r = raised[vi][mi][gi];
   if (!r) {
     const cudaError_t err = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                  227 * 1024 / v.info.blocks_per_sm - 1024);

@@ -172,13 +172,39 @@ TEST_F(Gemma12B, MemoryTableAllResidentInt4) {
   EXPECT_EQ(prefetches, 0);
 }
 
+// Paged KV (the sliding layers too, sliding-kv=auto at max_seq_len 2048) shrinks to what the
+// budget leaves before any layer streams. 16 sequences, each up to 1280 tokens (80 blocks of 16:
+// window 1024 − 1 + chunk 256) in the 40 sliding layers (320 KiB a token) and 2048 in the 8 full
+// layers (16 KiB): 6.75 GiB of KV beside 7.6 GB of weights in 9984 MiB. Every weight stays
+// resident and KV gets the rest (the runtime admits requests by their length into that pool).
+TEST_F(Gemma12B, PagedKvShrinksBeforeLayersStream) {
+  std::string diag;
+  passes::PipelineOptions opts;
+  opts.max_seqs = 16;
+  opts.max_seq_len = 2048;
+  auto c = compile(int4_dir, opts, &diag);
+  ASSERT_TRUE(c) << diag;
+  passes::MemoryTable t;
+  ASSERT_TRUE(passes::readMemoryTable(*c->module, &t));
+  EXPECT_EQ(t.streamed_layers, 0);
+  EXPECT_EQ(t.weights_streamed, 0);
+  const int64_t want = (*c->module)->getAttrOfType<DictionaryAttr>("g4.kv").getAs<IntegerAttr>("pool_bytes").getInt();
+  const int64_t one_seq = 1280ll * 320 * 1024 + 2048ll * 16 * 1024;
+  EXPECT_EQ(want, 16 * one_seq);
+  EXPECT_LT(t.kv, want);
+  EXPECT_GE(t.kv, one_seq);  // at least one longest sequence
+  EXPECT_EQ(t.total(), t.budget);        // KV took exactly what was left
+}
+
 TEST_F(Gemma12B, OverBudgetIsAnErrorWithTheTable) {
   std::string diag;
   passes::PipelineOptions opts;
-  opts.budget_mib = 4096;  // below embedding (2.01 GB) + context + KV for 4 x 1279-token rings (1.56 GiB)
+  // Below the BF16 embedding (2.01 GB, never streamed) + context + one sequence's KV: with
+  // every layer streamed and KV at its minimum it still cannot fit.
+  opts.budget_mib = 2048;
   auto c = compile(int4_dir, opts, &diag);
   EXPECT_FALSE(c);
-  EXPECT_NE(diag.find("does not fit the device budget of 4096 MiB"), std::string::npos) << diag;
+  EXPECT_NE(diag.find("does not fit the device budget of 2048 MiB"), std::string::npos) << diag;
   EXPECT_NE(diag.find("KV cache"), std::string::npos) << diag;
   EXPECT_NE(diag.find("--max-batch"), std::string::npos) << diag;
 }

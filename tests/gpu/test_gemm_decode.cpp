@@ -214,7 +214,17 @@ TEST(GpuW4Decode, DispatchChoice) {
         EXPECT_TRUE(v == -1 || (v >= 0 && v < cuda::w4a16_decode_num_variants())) << m << " " << sms;
         if (sms == 16) EXPECT_GE(v, 0) << m;
       }
-  EXPECT_EQ(cuda::w4a16_decode_choice(1, q, 132), -1);  // measured: legacy faster there
+  // The measured rule (gemm_decode.cu, 2026-12-02): register-direct v11 except k|v on the whole
+  // GPU (v9) and long-k m > 8 on 16 SMs (v10).
+  EXPECT_EQ(cuda::w4a16_decode_choice(1, q, 132), 11);
+  cuda::Int4Weight kv = q;
+  kv.n = 2048;
+  EXPECT_EQ(cuda::w4a16_decode_choice(4, kv, 132), 9);
+  EXPECT_EQ(cuda::w4a16_decode_choice(4, kv, 16), 11);
+  cuda::Int4Weight down = q;
+  down.n = 3840; down.k = down.kp = 15360;
+  EXPECT_EQ(cuda::w4a16_decode_choice(16, down, 16), 10);
+  EXPECT_EQ(cuda::w4a16_decode_choice(8, down, 16), 11);
   EXPECT_EQ(cuda::w4a16_decode_choice(17, q, 16), -1);
 }
 

@@ -1,0 +1,173 @@
+// Device code shared by the W4A16 decode kernels (gemm_decode.cu: bulk-copy streaming family;
+// gemm_decode_ldg.cu: register-direct streaming family): PTX helpers, the host-computed split
+// plan (DecArgs), the activation-slice fill and the tile flush (direct epilogue, or fp32
+// partials + tile counter, the last contributor applying the epilogue). Only included from .cu.
+#pragma once
+
+#include "runtime/cuda/common.cuh"
+#include "runtime/cuda/gemm_epilogue.cuh"
+
+namespace g4c::cuda::detail {
+
+// ------------------------------------------------------------------ PTX helpers
+// Bulk copy global → this CTA's shared memory, completing on mbarrier `b`, L2 policy `pol`.
+__device__ __forceinline__ void bulk_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* b,
+                                         uint64_t pol) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(
+          smem_u32(dst)),
+      "l"(src), "r"(bytes), "r"(smem_u32(b)), "l"(pol)
+      : "memory");
+}
+__device__ __forceinline__ uint64_t evict_first_policy() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ void red_add_v2(float* p, float a, float b) {
+  asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(a), "f"(b) : "memory");
+}
+// mma without `volatile`: the compiler may interleave independent chains (FAST variants).
+__device__ __forceinline__ void mma_bf16_nv(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ uint4 lds128(const void* p) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(smem_u32(p)));
+  return v;
+}
+
+// Kernel arguments computed by the host plan.
+struct DecArgs {
+  int S;      // k splits
+  int gps;    // groups per split (the last may hold fewer)
+  int br;     // blocks per split
+  int cpg;    // 64-chunks per group
+  int ngroups;
+  int ntiles;
+  int mrows;  // min(m, 16)
+  int xrow;   // bytes per activation row in smem (gps·G·2 + 16)
+};
+
+// Activation slice k ∈ [k0, k0+klen) of rows < mrows → smem, in the lane order of the mma B
+// fragment: per row and 64-chunk, lane t's 16 values (k16 step ks, k = 16ks + 2t + {0,1,8,9})
+// are 32 contiguous bytes [ks][b0,b1], so a lane reads its chunk with two 16-byte loads.
+// Also Σx per (row, group). Loads are batched (8 per thread) to keep the L2 round trips few.
+template <int NT>
+__device__ __forceinline__ void load_x_slice(const bf16* __restrict__ x, int ldx, int kvalid, int k0,
+                                             int klen, int mrows, int xrow, int group,
+                                             unsigned char* xs, float* xsum, int gloc) {
+  const int per_row = klen / 8;
+  const int total = mrows * per_row;
+  const int gthreads = group / 8;
+  constexpr int B = 8;
+  for (int base = 0; base < total; base += NT * B) {
+    uint4 v[B];
+#pragma unroll
+    for (int b = 0; b < B; ++b) {
+      const int idx = base + b * NT + threadIdx.x;
+      v[b] = make_uint4(0, 0, 0, 0);
+      if (idx < total) {
+        const int r = idx / per_row, c = idx - r * per_row;
+        if (k0 + c * 8 < kvalid) v[b] = __ldg(reinterpret_cast<const uint4*>(x + long(r) * ldx + k0 + c * 8));
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < B; ++b) {
+      const int idx = base + b * NT + threadIdx.x;
+      const bool ok = idx < total;
+      const int r = ok ? idx / per_row : 0, c = ok ? idx - r * per_row : 0;
+      const int kk = c * 8;  // offset in the slice; 8 values of one k16 half
+      const int cl = kk >> 6, ks = (kk >> 4) & 3, h = (kk >> 3) & 1;
+      const uint32_t w[4] = {v[b].x, v[b].y, v[b].z, v[b].w};
+      float sum = 0.f;
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        if (ok)
+          *reinterpret_cast<uint32_t*>(xs + r * xrow + cl * 128 + t * 32 + (ks * 2 + h) * 4) = w[t];
+        const float2 f = __bfloat1622float2(*reinterpret_cast<const bf162*>(&w[t]));
+        sum += f.x + f.y;
+      }
+      // The group's G/8 items are consecutive idx, aligned (per_row is a multiple of G/8).
+      for (int o = gthreads / 2; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+      if (ok && (threadIdx.x & (gthreads - 1)) == 0) xsum[r * gloc + kk / group] = sum;
+    }
+  }
+}
+
+// Epilogue of tile `tile` from per-lane values v (rows g, g+8 × tokens j·8+2t, +1).
+template <int MT>
+__device__ __forceinline__ void decode_finish(const EpiArgs& e, int tile, int g, int t, const float (&v)[MT][4]) {
+  const int prow = tile * 16 + g;
+#pragma unroll
+  for (int j = 0; j < MT; ++j) {
+    const int tok = j * 8 + 2 * t;
+    if (e.ep == 2) {
+      epi_write(e, prow, tok, v[j][0], v[j][2]);
+      epi_write(e, prow, tok + 1, v[j][1], v[j][3]);
+    } else {
+      epi_write(e, prow, tok, v[j][0], 0.f);
+      epi_write(e, prow, tok + 1, v[j][1], 0.f);
+      epi_write(e, prow + 8, tok, v[j][2], 0.f);
+      epi_write(e, prow + 8, tok + 1, v[j][3], 0.f);
+    }
+  }
+}
+
+// A warp's partial sums `av` of tile `tile` over `done` of its groups → the output (the warp
+// holds all of k) or the fp32 workspace; the warp whose contribution completes the tile's group
+// count reads the sums back (leaving them zero, counter reset) and applies the epilogue.
+template <int MT>
+__device__ __forceinline__ void decode_flush_tile(const DecArgs& a, const EpiArgs& e, float* __restrict__ ws,
+                                                  int* __restrict__ counters, int tile, int done, int lane,
+                                                  const float (&av)[MT][4]) {
+  if (tile >= a.ntiles) return;
+  const int g = lane >> 2, t = lane & 3;
+  if (done == a.ngroups) {
+    decode_finish<MT>(e, tile, g, t, av);
+    return;
+  }
+  float* r0 = ws + (long(tile) * 16 + g) * 16;
+  float* r1 = r0 + 8 * 16;
+#pragma unroll
+  for (int j = 0; j < MT; ++j) {
+    const int tok = j * 8 + 2 * t;
+    if (tok < a.mrows) {
+      red_add_v2(r0 + tok, av[j][0], av[j][1]);
+      red_add_v2(r1 + tok, av[j][2], av[j][3]);
+    }
+  }
+  __threadfence();
+  __syncwarp();
+  int last = 0;
+  if (lane == 0) last = atomicAdd(&counters[tile], done) + done == a.ngroups;
+  last = __shfl_sync(0xffffffffu, last, 0);
+  if (!last) return;
+  __threadfence();
+  float v[MT][4];
+#pragma unroll
+  for (int j = 0; j < MT; ++j) {
+    const int tok = j * 8 + 2 * t;
+    const bool ok = tok < a.mrows;
+    v[j][0] = ok ? atomicExch(r0 + tok, 0.f) : 0.f;
+    v[j][1] = ok ? atomicExch(r0 + tok + 1, 0.f) : 0.f;
+    v[j][2] = ok ? atomicExch(r1 + tok, 0.f) : 0.f;
+    v[j][3] = ok ? atomicExch(r1 + tok + 1, 0.f) : 0.f;
+  }
+  if (lane == 0) counters[tile] = 0;
+  decode_finish<MT>(e, tile, g, t, v);
+}
+
+// Register-direct family (gemm_decode_ldg.cu): kernel pointers of variant i, indexed
+// [m > 8][group / 64 − 1]; all null past the last variant.
+struct LdgKernels {
+  const void* k[2][2];
+};
+LdgKernels ldg_kernels(int i);
+
+}  // namespace g4c::cuda::detail
