@@ -360,14 +360,18 @@ int num_sms() {
 
 }  // namespace
 
-int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window) {
+int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window, int sms) {
   const int g = hq / hkv;
   if (b.max_q_len * g > 16) return 1;  // prefill-sized: enough blocks without splitting
   const int dv_parts = d > 256 ? 2 : 1;
   const long blocks = long(b.num_requests) * hkv * dv_parts;
   const int keys = window > 0 ? std::min(b.max_kv_len, window + b.max_q_len) : b.max_kv_len;
-  // Decode blocks are one warp: ≈8 per SM, down to one 32-key tile per split.
-  int s = int((8L * num_sms() + blocks - 1) / blocks);
+  // Decode blocks are one warp: ≈8 per SM, down to one 32-key tile per split. (2026-12-02, H200:
+  // a one-wave rule — 3 resident blocks per SM at d 256, ≥ 3 tiles per split — measured 15%
+  // (B = 16, 2k) and 35% (B = 1, 8k) slower than this rule's 2026-11-29 figures; BENCHMARKS.md
+  // "Attention" has the split sweep.)
+  const int nsm = sms > 0 ? sms : num_sms();
+  int s = int((8L * nsm + blocks - 1) / blocks);
   s = std::min(s, std::max(1, (keys + kBK - 1) / kBK));
   return std::max(1, std::min(s, 64));
 }

@@ -49,7 +49,8 @@ struct AttnBatch {
 };
 
 // Heuristic number of KV splits (1 for prefill-sized chunks; more for decode at long context).
-int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window = 0);
+// sms: SMs the launch may use (the stream's green context); 0 = the device's.
+int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window = 0, int sms = 0);
 // Workspace (fp32 partial outputs + softmax state) for `splits` > 1; 0 when splits == 1.
 size_t attention_workspace_bytes(const AttnBatch& b, int hq, int d, int splits);
 

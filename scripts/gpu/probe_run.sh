@@ -38,16 +38,18 @@ if [[ " $STAGES " == *" bench "* ]]; then
   [ -f "$WORK/12b-int4/manifest.json" ] || timeout 200 $G synth --preset gemma4-12b --dtype int4 --group-size 128 --seed 0 \
     -o "$WORK/12b-int4" --no-progress > "$O/synth.log" 2>&1; tail -1 "$O/synth.log"
   cp -f $C/perf_public_ids.jsonl "$WORK/public_ids.jsonl"
-  CFGS=("8 512" "10 512" "10 1024" "10 2048" "16 1024")
+  # BENCH_CFGS: ';'-separated "batch tokens [extra g4c bench flags]"
+  IFS=';' read -r -a CFGS <<< "${BENCH_CFGS:-8 512;10 1024;16 1024;16 2048}"
   for cfg in "${CFGS[@]}"; do
     set -- $cfg
+    extra="${*:3}"; tag="$1_$2$(echo "$extra" | tr -d ' -')"
     t "bench batch $1 tokens $2"
     timeout 90 $G bench --model "$WORK/12b-int4" --input "$WORK/public_ids.jsonl" --device cuda --budget 9984MiB \
-      --ignore-eos --batch-size $1 --max-num-batched-tokens $2 --repeat 2 --report "$O/bench_$1_$2.json" > "$O/bench_$1_$2.log" 2>&1
-    echo "rc=$?"; tail -2 "$O/bench_$1_$2.log"
+      --ignore-eos --batch-size $1 --max-num-batched-tokens $2 --repeat 2 $extra --report "$O/bench_$tag.json" > "$O/bench_$tag.log" 2>&1
+    echo "rc=$? ($cfg)"; tail -2 "$O/bench_$tag.log"
     python3 -c "
 import json,sys; r=json.load(open(sys.argv[1])); p=r['phases']
-print('median', r['elapsed_s']['median'], 'prefill', p['prefill']['elapsed_s'], 'decode', p['decode']['elapsed_s'], 'tpot', r['tpot_s'], r['device'], r['options'].get('batch_size'), r['options'].get('chunk_tokens'))" "$O/bench_$1_$2.json" 2>&1 | tail -1
+print('median', r['elapsed_s']['median'], 'prefill', p['prefill']['elapsed_s'], 'decode', p['decode']['elapsed_s'], 'tpot', r['tpot_s'], r['device'], r['options'].get('batch_size'), r['options'].get('chunk_tokens'), 'steps', [x['steps'] for x in r['runs']])" "$O/bench_$tag.json" 2>&1 | tail -1
   done
   t "run (compiled plan), full GPU"
   timeout 90 $G run --model "$WORK/12b-int4" --input "$WORK/public_ids.jsonl" --output /tmp/run_out.jsonl \

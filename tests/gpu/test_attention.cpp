@@ -307,7 +307,14 @@ TEST(GpuAttention, KFromVMatchesTheFusedWritesStoredK) {
       size_t bad = 0;
       const double err = rel_err(ref, std::vector<float>(c.begin(), c.begin() + ref.size()), &bad);
       EXPECT_EQ(bad, 0u);
-      EXPECT_LT(err, kAttnBound);
+      // Not kAttnBound (a bf16 output against an fp64 reference): here both sides are bf16 kernels
+      // whose K differ by construction — the stored K is rounded once from the fp32 normed key,
+      // the K=V-once K from bf16(V) ⊙ k_norm, one extra 2^-9 relative rounding per element — and
+      // the softmax amplifies that at these logits (scale 1.0, normed q and k). Measured on the
+      // H200 (2026-12-02): 0.97–1.54e-2. A formula mismatch (rotary pairs, θ, weight, position)
+      // moves the output by O(1), so 3e-2 still separates agreement from a wrong formula; the
+      // exact formula is checked against the host reference in KFromV.
+      EXPECT_LT(err, 3e-2);
       std::fprintf(stderr, "[attn] K=V once vs stored K, d=%d ctx %d q %d: rel_err %.3e\n", d, ctx0, qlen, err);
     }
   }
