@@ -478,6 +478,10 @@ int wgmma_tile(int m, int n, int k) {
 }
 }  // namespace
 void gemm_set_decode_variant(int v) { g_decode_variant = v; }
+namespace {
+bool g_decode_pdl = false;
+}
+void gemm_set_decode_pdl(bool on) { g_decode_pdl = on; }
 
 size_t w4a16_workspace_bytes(int m, const Int4Weight& w) {
   if (m > 16) return 0;
@@ -495,7 +499,7 @@ cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilo
   if (m <= 16) {
     if (g_decode_variant == 0) {  // streaming kernels (gemm_decode.cu) where measured faster
       const int v = w4a16_decode_choice(m, w, stream_sms(stream));
-      if (v >= 0) return w4a16_decode(x, m, ldx, w, ep, out, workspace, workspace_bytes, DecodeTuning{v, 0, 0}, stream);
+      if (v >= 0) return w4a16_decode(x, m, ldx, w, ep, out, workspace, workspace_bytes, DecodeTuning{v, 0, 0, g_decode_pdl}, stream);
     }
     const DecodePlan p = decode_plan(m, w);
     float* ws = nullptr;

@@ -127,6 +127,10 @@ int gemm_stream_sms(cudaStream_t stream);
 // kernel forced: 1 = 4 loads in flight per lane, 3 blocks/SM, m ≤ 8 only; 2 = 8 loads, 2
 // blocks/SM). Not thread-safe.
 void gemm_set_decode_variant(int v);
+// w4a16_gemm's decode launches by programmatic dependent launch (DecodeTuning::pdl in
+// gemm_decode.cuh: the register-direct kernels read weights, then wait for the previous kernel)
+// — on or off, process-wide, not thread-safe. The CUDA backend turns it on when nothing streams.
+void gemm_set_decode_pdl(bool on);
 
 // Same contract with BF16 weights (BF16 path, LM head). m ≤ 16: mma.sync kernel with 16-token
 // tiles (weight streaming); m ≥ 64: wgmma (256-token tiles when m ≥ 256 and k ≥ 8192 or

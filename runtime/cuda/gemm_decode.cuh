@@ -41,6 +41,11 @@ struct DecodeTuning {
   int variant = -1;  // -1: the default variant
   int sms = 0;       // > 0: size the grid for this many SMs (tests); 0: gemm_stream_sms(stream)
   int xcap = 0;      // > 0: activation slice budget in bytes (tests: forces k splits)
+  // Programmatic dependent launch (register-direct variants only, others ignore it): the
+  // kernel may start while the previous kernel in the stream is still running; it requests its
+  // first weights, then waits (griddepcontrol.wait) for that kernel to finish before it reads x,
+  // Σx or the workspace or writes y. Only for weights nothing in flight writes (not streamed).
+  bool pdl = false;
 };
 
 // y = epilogue(x·Wᵀ) for 1 ≤ m ≤ 16; arguments as w4a16_gemm. Returns the launch error, or

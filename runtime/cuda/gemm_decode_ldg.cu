@@ -190,6 +190,10 @@ __global__ void __launch_bounds__(NW * 32, BPS)
   R ra;
   Where wa = where(ia < ib ? ia : 0);
   if (ia < ib) load(ra, wa);
+  // Launched programmatically (DecodeTuning::pdl), this kernel may be running before the kernel
+  // that writes x has finished: only weights and scales were read so far. The wait returns at
+  // once for a normal launch.
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
   // Activation slice of this split (overlaps the first item's loads).
   load_x_slice<NW * 32>(x, ldx, w.k, g0 * w.group, gs * w.group, a.mrows, a.xrow, w.group, xs, xsum, a.gps);
   __syncthreads();

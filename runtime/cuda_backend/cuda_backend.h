@@ -32,6 +32,9 @@ struct CudaOptions {
   size_t budget_bytes = 9984ull << 20;  // whole-process device bytes; 0 = no budget
   std::string trace_path;               // Chrome-trace JSON written at destruction ("" = none)
   bool graphs = true;                   // CUDA graphs for decode steps
+  // Decode GEMMs by programmatic dependent launch (when nothing streams). Written 2026-12-02,
+  // not yet run on a GPU (GpuW4Decode.PdlWaitsForTheKernelThatWritesX is its test): off.
+  bool decode_pdl = false;
   int max_tokens = 512;                 // token rows of the activation arena allocated up front (grows on demand)
   // Sibling Linears (q/k/v sharing one input) as one GEMM over concatenated weights. Off until
   // it has run on a GPU (tests/gpu_runtime SiblingFusionMatchesSeparateGemms checks it).

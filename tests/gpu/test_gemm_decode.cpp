@@ -11,6 +11,8 @@
 #include "runtime/cuda/gemm_decode.cuh"
 #include "tests/gpu/gpu_util.h"
 
+cudaError_t slow_copy(const void* src, void* dst, size_t bytes, unsigned sleep_ns, cudaStream_t stream);  // slow_copy.cu
+
 namespace g4c::gputest {
 namespace {
 
@@ -226,6 +228,39 @@ TEST(GpuW4Decode, DispatchChoice) {
   EXPECT_EQ(cuda::w4a16_decode_choice(16, down, 16), 10);
   EXPECT_EQ(cuda::w4a16_decode_choice(8, down, 16), 11);
   EXPECT_EQ(cuda::w4a16_decode_choice(17, q, 16), -1);
+}
+
+// Programmatic dependent launch: the GEMM may start while the kernel before it runs, and must
+// not read x until that kernel has finished. The producer sleeps 200 µs before it writes x
+// (poisoned NaN until then), so a GEMM that read x early would produce NaN.
+TEST(GpuW4Decode, PdlWaitsForTheKernelThatWritesX) {
+  G4C_REQUIRE_GPU();
+  const Case c{8, 300, 3840, 128, false, true, Epilogue::Store};
+  std::mt19937_64 rng(case_seed(c));
+  Prepared p(c, rng);
+  DevBuf<bf16> xsrc(p.x.size());
+  G4C_CUDA_OK(cudaMemcpy(xsrc.p, p.dx.p, p.dx.bytes(), cudaMemcpyDeviceToDevice));
+  const size_t wsb = cuda::w4a16_decode_workspace_bytes(p.w);
+  DevBuf<uint8_t> wsbuf(wsb);
+  G4C_CUDA_OK(cudaMemset(wsbuf.p, 0, wsb));
+  cudaStream_t s;
+  G4C_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  for (int v = 10; v < cuda::w4a16_decode_num_variants(); ++v) {
+    poison(p.dx.p, p.dx.bytes());
+    poison(p.y.p, p.y.bytes());
+    G4C_CUDA_OK(cudaDeviceSynchronize());
+    cuda::DecodeTuning tu;
+    tu.variant = v;
+    tu.pdl = true;
+    G4C_CUDA_OK(slow_copy(xsrc.p, p.dx.p, p.dx.bytes(), 200000, s));
+    G4C_CUDA_OK(cuda::w4a16_decode(p.dx.p, c.m, c.k, p.w, c.ep, p.o, wsbuf.p, wsb, tu, s));
+    G4C_CUDA_OK(cudaStreamSynchronize(s));
+    size_t bad = 0;
+    const double err = p.error(&bad);
+    EXPECT_EQ(bad, 0u) << "variant " << v;
+    EXPECT_LT(err, p.bound()) << "variant " << v;
+  }
+  G4C_CUDA_OK(cudaStreamDestroy(s));
 }
 
 TEST(GpuW4Decode, RejectsBadArguments) {
