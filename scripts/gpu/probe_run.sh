@@ -24,7 +24,7 @@ if [[ " $STAGES " == *" decode "* ]]; then
   timeout 120 $BIN/db --green 16 > "$O/decode_bench_green.log" 2>&1; echo "rc=$?"; tail -36 "$O/decode_bench_green.log" | cut -c1-30,130-
 fi
 if [ -n "$NCU" ] && [[ " $STAGES " == *" ncu "* ]]; then
-  for k in "w4_ldg_kernel<1, 8, 2, 8, 2"; do
+  for k in "w4_ldg_kernel<\\(int\\)1, \\(int\\)16, \\(int\\)1, \\(int\\)8, \\(int\\)2"; do  # ncu prints template args as (int)N
     for skip in 3; do
       t "ncu $k skip $skip"
       G4C_BENCH_SHAPE=gate timeout 120 $NCU --clock-control none --kernel-name-base demangled -k "regex:$k" \
