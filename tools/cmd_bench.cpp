@@ -177,7 +177,7 @@ json bench(const BenchArgs& a) {
   eo.max_sequences = a.batch_size;
   eo.max_seq_len = a.max_seq_len > 0 ? a.max_seq_len : longest_request(jsonl, tok.get(), a.max_new_tokens);
   eo.threads = a.threads;
-  eo.token_budget = a.token_budget > 0 ? a.token_budget : runtime::default_token_budget(a.dev);
+  eo.token_budget = runtime::step_token_budget(a.dev, a.token_budget);
   eo.chunk_tokens = a.chunk;
   eo.reference_kv_shared = a.kv_shared;
   const auto t_load = std::chrono::steady_clock::now();

@@ -42,7 +42,7 @@ std::optional<plan::Plan> plan_for(const RunArgs& a) {
   if (!a.plan.empty()) return plan::Plan::load_file(a.plan);
   if (a.reference_plan) return std::nullopt;  // Engine::open builds the reference plan
   passes::PipelineOptions po;
-  const int tokens = a.token_budget > 0 ? a.token_budget : runtime::default_token_budget(a.dev);
+  const int tokens = runtime::step_token_budget(a.dev, a.token_budget);
   const int budget = tokens > 0 ? tokens : std::max(512, a.batch_size);
   po.max_seqs = a.batch_size;
   po.max_chunk = std::max(256, std::min(a.max_seq_len, budget));  // as Engine::open's default
@@ -65,7 +65,7 @@ void run(const RunArgs& a) {
   eo.max_seq_len = a.max_seq_len;
   eo.threads = a.threads;
   eo.kv_blocks = a.kv_blocks;
-  eo.token_budget = a.token_budget > 0 ? a.token_budget : runtime::default_token_budget(a.dev);
+  eo.token_budget = runtime::step_token_budget(a.dev, a.token_budget);
   eo.chunk_tokens = a.chunk;
   eo.reference_kv_shared = a.kv_shared;
   if (a.kv_shared && !a.plan.empty())

@@ -53,9 +53,8 @@ __global__ void __launch_bounds__(NW * 32, BPS)
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
-  const int split = blockIdx.x / a.br, rb = blockIdx.x - split * a.br;
-  const int g0 = split * a.gps;               // first group of the split
-  const int gs = min(a.gps, a.ngroups - g0);  // groups in this split
+  const SplitPos sp = decode_split_pos(a);
+  const int rb = sp.rb, g0 = sp.g0, gs = sp.gs;
   const int ntp = (a.ntiles + TP - 1) / TP;   // tile groups
   const int units = ntp * gs;
   const int b_lo = int((long(units) * rb) / a.br), b_hi = int((long(units) * (rb + 1)) / a.br);
@@ -165,55 +164,27 @@ __global__ void __launch_bounds__(NW * 32, BPS)
         for (int cc = 0; cc < a.cpg; ++cc) {
           const int cl = gl * a.cpg + cc;
           uint4 xb[MT][2];
-#pragma unroll
-          for (int j = 0; j < MT; ++j) {
-            const int row = j * 8 + g;
-            const uint4* xp = reinterpret_cast<const uint4*>(xs + row * a.xrow + cl * 128 + t * 32);
-            xb[j][0] = row < a.mrows ? xp[0] : make_uint4(0, 0, 0, 0);
-            xb[j][1] = row < a.mrows ? xp[1] : make_uint4(0, 0, 0, 0);
-          }
+          decode_load_x<MT>(xs, a, cl, g, t, xb);
           uint4 cw[TP];
 #pragma unroll
           for (int tt = 0; tt < TP; ++tt)
             cw[tt] = reinterpret_cast<const uint4*>(sw + ((i * TP + tt) * a.cpg + cc) * 512)[lane];
 #pragma unroll
-          for (int ks = 0; ks < 4; ++ks) {
-#pragma unroll
-            for (int tt = 0; tt < TP; ++tt) {
-              const uint32_t word = ks == 0 ? cw[tt].x : ks == 1 ? cw[tt].y : ks == 2 ? cw[tt].z : cw[tt].w;
-              uint32_t af[4];
-#pragma unroll
-              for (int q = 0; q < 4; ++q) af[q] = ((word >> (4 * q)) & 0x000F000Fu) | 0x43004300u;
-#pragma unroll
-              for (int j = 0; j < MT; ++j) {
-                const uint32_t b0 = ks == 0 ? xb[j][0].x : ks == 1 ? xb[j][0].z : ks == 2 ? xb[j][1].x : xb[j][1].z;
-                const uint32_t b1 = ks == 0 ? xb[j][0].y : ks == 1 ? xb[j][0].w : ks == 2 ? xb[j][1].y : xb[j][1].w;
-                mma_bf16_nv(t2[tt][ks & 1][j], af, b0, b1);
-              }
-            }
-          }
+          for (int tt = 0; tt < TP; ++tt) decode_chunk_mma<MT>(cw[tt], xb, t2[tt]);
         }
         float xv[MT][2];
-#pragma unroll
-        for (int j = 0; j < MT; ++j) {
-          const int t0 = j * 8 + 2 * t, t1 = t0 + 1;
-          xv[j][0] = t0 < a.mrows ? xsum[t0 * a.gps + gl] : 0.f;
-          xv[j][1] = t1 < a.mrows ? xsum[t1 * a.gps + gl] : 0.f;
-        }
+        decode_load_xsum<MT>(xsum, a, gl, t, xv);
 #pragma unroll
         for (int tt = 0; tt < TP; ++tt) {
           const int sl = i * TP + tt;
           const uint32_t cs = *reinterpret_cast<const uint32_t*>(sw + sc_off + sl * 32 + 4 * g);
           const uint32_t cz = asym ? *reinterpret_cast<const uint16_t*>(sw + z_off + sl * 16 + 2 * g) : 0x0808u;
-          const float2 s2 = __bfloat1622float2(*reinterpret_cast<const bf162*>(&cs));
-          const float zg = 128.f + float(cz & 0xFF), zg8 = 128.f + float((cz >> 8) & 0xFF);
+          float T[MT][4];
 #pragma unroll
-          for (int j = 0; j < MT; ++j) {
-            acc[tt][j][0] += s2.x * ((t2[tt][0][j][0] + t2[tt][1][j][0]) - zg * xv[j][0]);
-            acc[tt][j][1] += s2.x * ((t2[tt][0][j][1] + t2[tt][1][j][1]) - zg * xv[j][1]);
-            acc[tt][j][2] += s2.y * ((t2[tt][0][j][2] + t2[tt][1][j][2]) - zg8 * xv[j][0]);
-            acc[tt][j][3] += s2.y * ((t2[tt][0][j][3] + t2[tt][1][j][3]) - zg8 * xv[j][1]);
-          }
+          for (int j = 0; j < MT; ++j)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) T[j][q] = t2[tt][0][j][q] + t2[tt][1][j][q];
+          decode_group_fix<MT>(acc[tt], T, cs, cz, xv);
         }
         ++done;
         if (++gl == gs) {
@@ -281,26 +252,13 @@ __global__ void __launch_bounds__(NW * 32, BPS)
         }
         // Group end: zero and scale in fp32.
         float xv[MT][2];
-#pragma unroll
-        for (int j = 0; j < MT; ++j) {
-          const int t0 = j * 8 + 2 * t, t1 = t0 + 1;
-          xv[j][0] = t0 < a.mrows ? xsum[t0 * a.gps + gl] : 0.f;
-          xv[j][1] = t1 < a.mrows ? xsum[t1 * a.gps + gl] : 0.f;
-        }
+        decode_load_xsum<MT>(xsum, a, gl, t, xv);
 #pragma unroll
         for (int tt = 0; tt < TP; ++tt) {
           const int slot = i * TP + tt;
           const uint32_t cs = *reinterpret_cast<const uint32_t*>(sw + sc_off + slot * 32 + 4 * g);
           const uint32_t cz = asym ? *reinterpret_cast<const uint16_t*>(sw + z_off + slot * 16 + 2 * g) : 0x0808u;
-          const float2 s2 = __bfloat1622float2(*reinterpret_cast<const bf162*>(&cs));
-          const float zg = 128.f + float(cz & 0xFF), zg8 = 128.f + float((cz >> 8) & 0xFF);
-#pragma unroll
-          for (int j = 0; j < MT; ++j) {
-            acc[tt][j][0] += s2.x * (tmp[tt][j][0] - zg * xv[j][0]);
-            acc[tt][j][1] += s2.x * (tmp[tt][j][1] - zg * xv[j][1]);
-            acc[tt][j][2] += s2.y * (tmp[tt][j][2] - zg8 * xv[j][0]);
-            acc[tt][j][3] += s2.y * (tmp[tt][j][3] - zg8 * xv[j][1]);
-          }
+          decode_group_fix<MT>(acc[tt], tmp[tt], cs, cz, xv);
         }
         ++done;
       }

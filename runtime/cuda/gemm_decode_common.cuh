@@ -100,6 +100,76 @@ __device__ __forceinline__ void load_x_slice(const bf16* __restrict__ x, int ldx
   }
 }
 
+// Where block blockIdx.x works: its k split (first group g0, gs groups) and its rank rb among
+// the split's a.br blocks.
+struct SplitPos {
+  int rb, g0, gs;
+};
+__device__ __forceinline__ SplitPos decode_split_pos(const DecArgs& a) {
+  const int split = blockIdx.x / a.br;
+  const int g0 = split * a.gps;
+  return SplitPos{int(blockIdx.x) - split * a.br, g0, min(a.gps, a.ngroups - g0)};
+}
+
+// The lane's B fragments of 64-chunk `cl` of the split's activation slice (rows ≥ mrows zero).
+template <int MT>
+__device__ __forceinline__ void decode_load_x(const unsigned char* xs, const DecArgs& a, int cl, int g, int t,
+                                              uint4 (&xb)[MT][2]) {
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    const int row = mt * 8 + g;
+    const uint4* xp = reinterpret_cast<const uint4*>(xs + row * a.xrow + cl * 128 + t * 32);
+    xb[mt][0] = row < a.mrows ? xp[0] : make_uint4(0, 0, 0, 0);
+    xb[mt][1] = row < a.mrows ? xp[1] : make_uint4(0, 0, 0, 0);
+  }
+}
+
+// One 64-chunk of a 16-row tile: the lane's 16 INT4 fragment bytes `cw` as exact bf16 128+code,
+// times the activation fragments, into two accumulator chains (even / odd k16 steps).
+template <int MT>
+__device__ __forceinline__ void decode_chunk_mma(const uint4& cw, const uint4 (&xb)[MT][2], float (&acc2)[2][MT][4]) {
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks) {
+    const uint32_t word = ks == 0 ? cw.x : ks == 1 ? cw.y : ks == 2 ? cw.z : cw.w;
+    uint32_t af[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) af[q] = ((word >> (4 * q)) & 0x000F000Fu) | 0x43004300u;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      const uint32_t b0 = ks == 0 ? xb[mt][0].x : ks == 1 ? xb[mt][0].z : ks == 2 ? xb[mt][1].x : xb[mt][1].z;
+      const uint32_t b1 = ks == 0 ? xb[mt][0].y : ks == 1 ? xb[mt][0].w : ks == 2 ? xb[mt][1].y : xb[mt][1].w;
+      mma_bf16_nv(acc2[ks & 1][mt], af, b0, b1);
+    }
+  }
+}
+
+// The lane's Σx of group `gl` of the split for its tokens (2t, 2t+1 of each n8 tile).
+template <int MT>
+__device__ __forceinline__ void decode_load_xsum(const float* xsum, const DecArgs& a, int gl, int t, float (&xv)[MT][2]) {
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    const int t0 = mt * 8 + 2 * t, t1 = t0 + 1;
+    xv[mt][0] = t0 < a.mrows ? xsum[t0 * a.gps + gl] : 0.f;
+    xv[mt][1] = t1 < a.mrows ? xsum[t1 * a.gps + gl] : 0.f;
+  }
+}
+
+// Group end: acc += s·(T − (128 + z)·Σx) in fp32, rows g (scale/zero low half) and g+8 (high).
+// `sw`: the lane's bf16 scale pair; `zw`: its two zero codes (bits 0–7, 8–15).
+template <int MT>
+__device__ __forceinline__ void decode_group_fix(float (&acc)[MT][4], const float (&T)[MT][4], uint32_t sw, uint32_t zw,
+                                                 const float (&xv)[MT][2]) {
+  const float2 s2 = __bfloat1622float2(*reinterpret_cast<const bf162*>(&sw));
+  const float zg = 128.f + float(zw & 0xFF), zg8 = 128.f + float((zw >> 8) & 0xFF);
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    acc[mt][0] += s2.x * (T[mt][0] - zg * xv[mt][0]);
+    acc[mt][1] += s2.x * (T[mt][1] - zg * xv[mt][1]);
+    acc[mt][2] += s2.y * (T[mt][2] - zg8 * xv[mt][0]);
+    acc[mt][3] += s2.y * (T[mt][3] - zg8 * xv[mt][1]);
+  }
+}
+
 // Epilogue of tile `tile` from per-lane values v (rows g, g+8 × tokens j·8+2t, +1).
 template <int MT>
 __device__ __forceinline__ void decode_finish(const EpiArgs& e, int tile, int g, int t, const float (&v)[MT][4]) {

@@ -11,7 +11,7 @@
 // Work: the split's (tile, k piece of CH chunks) items, tile-major, dealt as one contiguous range
 // per warp, so a warp walks along k of a tile and keeps its sums in registers until the tile
 // changes. Each item's CH 16-byte loads per lane (evict-first, no L1 allocation) and its scales
-// are issued one item ahead (DB: two register buffers) before the item before is multiplied.
+// are requested chunk by chunk while the item before is multiplied (see the kernel).
 //
 // Numerics as the other decode kernels: A = exact bf16 (128 + code), fp32 mma sums per group,
 // acc += s·(T − (128 + z)·Σx) at the group end.
@@ -40,11 +40,11 @@ struct ItemRegs {
   uint32_t z[(NG + 1) / 2];
 };
 
-// DB = false: one register buffer refilled as it is consumed — after chunk c of item i is
-// multiplied, chunk c of item i+1 is requested into the same registers, so CH loads per lane
-// stay in flight at the cost of one buffer. DB = true: two buffers, the next item requested
-// whole before the current one is multiplied.
-template <int MT, int NW, int BPS, int CH, int CPG, bool DB>
+// One register buffer refilled as it is consumed: after chunk c of item i is multiplied, chunk c
+// of item i+1 is requested into the same registers, so CH loads per lane stay in flight at the
+// cost of one buffer (measured 2026-12-02 against two whole-item buffers: those spilled at
+// 80–128 registers).
+template <int MT, int NW, int BPS, int CH, int CPG>
 __global__ void __launch_bounds__(NW * 32, BPS)
     w4_ldg_kernel(const bf16* __restrict__ x, int ldx, Int4Weight w, EpiArgs e, DecArgs a,
                   float* __restrict__ ws, int* __restrict__ counters) {
@@ -56,9 +56,8 @@ __global__ void __launch_bounds__(NW * 32, BPS)
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
-  const int split = blockIdx.x / a.br, rb = blockIdx.x - split * a.br;
-  const int g0 = split * a.gps;               // first group of the split
-  const int gs = min(a.gps, a.ngroups - g0);  // groups in this split
+  const SplitPos sp = decode_split_pos(a);
+  const int rb = sp.rb, g0 = sp.g0, gs = sp.gs;
   const int cps = gs * CPG;                   // chunks in this split
   const int nsub = (cps + CH - 1) / CH;       // items per tile
   const long items = long(a.ntiles) * nsub;
@@ -132,47 +131,22 @@ __global__ void __launch_bounds__(NW * 32, BPS)
 #pragma unroll
         for (int cc = 0; cc < CPG; ++cc) {
           const int c = j * CPG + cc;
-          const int cl = cl0 + c;
           uint4 xb[MT][2];
-#pragma unroll
-          for (int mt = 0; mt < MT; ++mt) {
-            const int row = mt * 8 + g;
-            const uint4* xp = reinterpret_cast<const uint4*>(xs + row * a.xrow + cl * 128 + t * 32);
-            xb[mt][0] = row < a.mrows ? xp[0] : make_uint4(0, 0, 0, 0);
-            xb[mt][1] = row < a.mrows ? xp[1] : make_uint4(0, 0, 0, 0);
-          }
+          decode_load_x<MT>(xs, a, cl0 + c, g, t, xb);
           const uint4 cw = r.w[c];
           if (refill) load_chunk(r, nx, c);
-#pragma unroll
-          for (int ks = 0; ks < 4; ++ks) {
-            const uint32_t word = ks == 0 ? cw.x : ks == 1 ? cw.y : ks == 2 ? cw.z : cw.w;
-            uint32_t af[4];
-#pragma unroll
-            for (int q = 0; q < 4; ++q) af[q] = ((word >> (4 * q)) & 0x000F000Fu) | 0x43004300u;
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt) {
-              const uint32_t b0 = ks == 0 ? xb[mt][0].x : ks == 1 ? xb[mt][0].z : ks == 2 ? xb[mt][1].x : xb[mt][1].z;
-              const uint32_t b1 = ks == 0 ? xb[mt][0].y : ks == 1 ? xb[mt][0].w : ks == 2 ? xb[mt][1].y : xb[mt][1].w;
-              mma_bf16_nv(tg[ks & 1][mt], af, b0, b1);
-            }
-          }
+          decode_chunk_mma<MT>(cw, xb, tg);
         }
         // Group end: zero and scale in fp32.
-        const int gl = cl0 / CPG + j;  // group within the split
-        const float2 s2 = __bfloat1622float2(*reinterpret_cast<const bf162*>(&r.s[j]));
-        const uint32_t zw = r.z[j / 2] >> ((j & 1) * 16);
-        const float zg = 128.f + float(zw & 0xFF), zg8 = 128.f + float((zw >> 8) & 0xFF);
+        const uint32_t sw = r.s[j], zw = r.z[j / 2] >> ((j & 1) * 16);
         if (refill) load_group(r, nx, j);
+        float xv[MT][2], T[MT][4];
+        decode_load_xsum<MT>(xsum, a, cl0 / CPG + j, t, xv);
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          const int t0 = mt * 8 + 2 * t, t1 = t0 + 1;
-          const float x0 = t0 < a.mrows ? xsum[t0 * a.gps + gl] : 0.f;
-          const float x1 = t1 < a.mrows ? xsum[t1 * a.gps + gl] : 0.f;
-          acc[mt][0] += s2.x * ((tg[0][mt][0] + tg[1][mt][0]) - zg * x0);
-          acc[mt][1] += s2.x * ((tg[0][mt][1] + tg[1][mt][1]) - zg * x1);
-          acc[mt][2] += s2.y * ((tg[0][mt][2] + tg[1][mt][2]) - zg8 * x0);
-          acc[mt][3] += s2.y * ((tg[0][mt][3] + tg[1][mt][3]) - zg8 * x1);
-        }
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int q = 0; q < 4; ++q) T[mt][q] = tg[0][mt][q] + tg[1][mt][q];
+        decode_group_fix<MT>(acc, T, sw, zw, xv);
         ++done;
       }
     }
@@ -198,36 +172,22 @@ __global__ void __launch_bounds__(NW * 32, BPS)
   load_x_slice<NW * 32>(x, ldx, w.k, g0 * w.group, gs * w.group, a.mrows, a.xrow, w.group, xs, xsum, a.gps);
   __syncthreads();
 
-  if constexpr (DB) {
-    R rb2;
 #pragma unroll 1
-    for (int it = ia; it < ib; it += 2) {
-      const Where wb = where(it + 1 < ib ? it + 1 : it);
-      if (it + 1 < ib) load(rb2, wb);
-      compute(wa, ra, false, wa);
-      const Where wc = where(it + 2 < ib ? it + 2 : it);
-      if (it + 2 < ib) load(ra, wc);
-      if (it + 1 < ib) compute(wb, rb2, false, wb);
-      wa = wc;
-    }
-  } else {
-#pragma unroll 1
-    for (int it = ia; it < ib; ++it) {
-      const bool more = it + 1 < ib;
-      const Where wn = where(more ? it + 1 : it);
-      compute(wa, ra, more, wn);
-      wa = wn;
-    }
+  for (int it = ia; it < ib; ++it) {
+    const bool more = it + 1 < ib;
+    const Where wn = where(more ? it + 1 : it);
+    compute(wa, ra, more, wn);
+    wa = wn;
   }
   if (cur >= 0) decode_flush_tile<MT>(a, e, ws, counters, cur, done, lane, acc);
 }
 
-template <int NW, int BPS, int CH, bool DB>
+template <int NW, int BPS, int CH>
 void fill(const void* (&k)[2][2]) {
-  k[0][0] = reinterpret_cast<const void*>(&w4_ldg_kernel<1, NW, BPS, CH, 1, DB>);
-  k[0][1] = reinterpret_cast<const void*>(&w4_ldg_kernel<1, NW, BPS, CH, 2, DB>);
-  k[1][0] = reinterpret_cast<const void*>(&w4_ldg_kernel<2, NW, BPS, CH, 1, DB>);
-  k[1][1] = reinterpret_cast<const void*>(&w4_ldg_kernel<2, NW, BPS, CH, 2, DB>);
+  k[0][0] = reinterpret_cast<const void*>(&w4_ldg_kernel<1, NW, BPS, CH, 1>);
+  k[0][1] = reinterpret_cast<const void*>(&w4_ldg_kernel<1, NW, BPS, CH, 2>);
+  k[1][0] = reinterpret_cast<const void*>(&w4_ldg_kernel<2, NW, BPS, CH, 1>);
+  k[1][1] = reinterpret_cast<const void*>(&w4_ldg_kernel<2, NW, BPS, CH, 2>);
 }
 
 }  // namespace
@@ -237,10 +197,10 @@ void fill(const void* (&k)[2][2]) {
 LdgKernels ldg_kernels(int i) {
   LdgKernels r{};
   switch (i) {
-    case 0: fill<8, 2, 8, false>(r.k); break;
-    case 1: fill<16, 1, 8, false>(r.k); break;
-    case 2: fill<4, 4, 8, false>(r.k); break;
-    case 3: fill<8, 1, 16, false>(r.k); break;
+    case 0: fill<8, 2, 8>(r.k); break;
+    case 1: fill<16, 1, 8>(r.k); break;
+    case 2: fill<4, 4, 8>(r.k); break;
+    case 3: fill<8, 1, 16>(r.k); break;
     default: break;
   }
   return r;
