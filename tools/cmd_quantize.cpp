@@ -17,6 +17,8 @@
 #include <map>
 #include <thread>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "models/config.h"
@@ -35,6 +37,7 @@
 #include "runtime/cuda_backend/select.h"
 #include "tools/cli.h"
 #include "tools/quant_executor.h"
+#include "tools/quant_gpu.h"
 
 namespace g4c::cli {
 
@@ -53,6 +56,7 @@ struct QuantArgs {
   int samples = 128, length = 512;
   int threads = 0;
   bool fake_quant = false;
+  bool host_solve = false;  // --device cuda: Hessians and solves on the host anyway
   runtime::DeviceFlags dev;  // --device cuda: calibration forwards on the GPU
 };
 
@@ -150,11 +154,18 @@ void run_quantize(const QuantArgs& a) {
     dev.share_values = 0;
     auto backend = runtime::backend_for_flags(dev, src);
     const bool gpu = backend != nullptr;
+    if (a.host_solve && !gpu) throw Error("quantize: --host-solve goes with --device cuda");
+    const bool gpu_solve = gpu && !a.host_solve;
+    if (gpu_solve && (a.block > 128 || (!a.act_order && a.block % a.group)))
+      throw Error("quantize: --block-size " + std::to_string(a.block) + " with --device cuda: the GPU solve takes a " +
+                  "block of at most 128 columns" + (a.act_order ? "" : " that is a multiple of --group-size") +
+                  " (or pass --host-solve)");
     auto exec = std::make_unique<tools::EngineCalibrationExecutor>(src, seqs, a.length, threads, gpu ? 8 : 16,
                                                                    std::move(backend));
     calib_meta = {{"dataset", a.calibration}, {"executor", gpu ? "runtime-cuda" : "runtime-cpu"},
                   {"samples_requested", a.samples}, {"samples", seqs.size()},
-                  {"sequence_length", a.length}, {"tokens", int64_t(seqs.size()) * a.length}};
+                  {"sequence_length", a.length}, {"tokens", int64_t(seqs.size()) * a.length},
+                  {"hessians_and_solves", gpu_solve ? "cuda" : "host"}};
     quant::GptqDriverOptions opt;
     opt.gptq.spec = spec;
     opt.gptq.damp = a.damp;
@@ -165,6 +176,7 @@ void run_quantize(const QuantArgs& a) {
     opt.gptq.threads = threads;
     opt.timings = &timings;
     opt.gram = tools::cpu_gram_update(threads);
+    if (gpu_solve) opt.stores = tools::gpu_hessian_stores(exec->backend());
     Progress bar("gptq " + std::to_string(cfg.num_layers) + " layers (" + std::to_string(seqs.size()) + "×" +
                      std::to_string(a.length) + " calibration tokens)",
                  uint64_t(cfg.num_layers));
@@ -175,7 +187,14 @@ void run_quantize(const QuantArgs& a) {
                              {"dead_columns", r.dead_columns}, {"predicted_loss", r.predicted_loss},
                              {"calibration_rows", r.calibration_rows}, {"seconds", r.seconds}});
     };
-    opt.on_layer = [&](int, double) { bar.add(1); };
+    // Logs (stderr not a terminal) get a line per layer: the bar prints only at the end there.
+    const bool log_layers = !isatty(STDERR_FILENO) && Progress::enabled();
+    opt.on_layer = [&, log_layers](int layer, double secs) {
+      bar.add(1);
+      if (log_layers)
+        std::fprintf(stderr, "gptq: layer %d/%d in %.1f s (%.1f s so far)\n", layer + 1, cfg.num_layers, secs,
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    };
     // GPTQ as a graph-level pass: the g4 graph of the model names the Linears, the
     // pass drives them layer by layer through the executor.
     mlir::MLIRContext ctx;
@@ -284,6 +303,9 @@ void add_quantize_command(CLI::App& app) {
                   "(Hessians and GPTQ solves stay on the host)")
       ->capture_default_str();
   cmd->add_option("--emulate", a->dev.emulate, "cuda: in a 16-SM green context emulating 1g.10gb");
+  cmd->add_flag("--host-solve", a->host_solve,
+                "with --device cuda: accumulate the Hessians and solve on the host (the GPU runs only the "
+                "calibration forwards)");
   cmd->add_option("--budget", a->dev.budget, "cuda: whole-process device bytes (e.g. 9984MiB; 0 = none)")
       ->capture_default_str();
   cmd->add_flag("--fake-quant", a->fake_quant,

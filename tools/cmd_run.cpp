@@ -130,6 +130,11 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--save-plan", args->save_plan, "write the plan that runs (e.g. the reference plan) to this file");
   cmd->add_option("--device", args->dev.device, "cpu or cuda")->capture_default_str();
   cmd->add_option("--emulate", args->dev.emulate, "cuda: run in a green context emulating a MIG slice (1g.10gb)");
+  cmd->add_flag("--pdl,!--no-pdl", args->dev.pdl,
+                "cuda: programmatic dependent launch for the register-direct decode GEMMs (weights fetched "
+                "while the kernel before them finishes; on by default)");
+  cmd->add_flag("--fuse-siblings", args->dev.fuse_siblings,
+                "cuda: q/k/v (Linears reading one input) as one GEMM over concatenated weights");
   cmd->add_option("--budget", args->dev.budget, "cuda: device memory budget of the whole process (MiB, or 10GB/9.75GiB; 0 = none)")
       ->capture_default_str();
   cmd->add_option("--trace", args->dev.trace, "cuda: write a Chrome-trace JSON (Perfetto) of steps, kernels, copies, graphs");

@@ -28,49 +28,52 @@ void check_which(const CalibrationExecutor& exec, int layer, const std::vector<L
   }
 }
 
-// Hessians of one observation (one accumulator per distinct input), keyed by Linear name.
+// Hessians of one observation (one store per distinct input), keyed by Linear name.
 struct Observation {
-  std::vector<std::unique_ptr<HessianAccumulator>> accs;
-  std::map<std::string, HessianAccumulator*> by_linear;
-  std::map<std::string, HessianAccumulator*> by_group;  // key: first linear of the group
+  std::vector<std::unique_ptr<HessianStore>> stores;
+  std::map<std::string, HessianStore*> by_linear;
+  std::map<std::string, HessianStore*> by_group;  // key: first linear of the group
 
   CalibrationExecutor::Observer observer(int layer, const GptqDriverOptions& opt, GptqTimings& tm) {
     return [this, layer, &opt, &tm](const std::vector<std::string>& names, const float* x, int64_t rows, int64_t in) {
       if (names.empty()) return;
-      HessianAccumulator*& acc = by_group[names.front()];
-      if (!acc) {
-        accs.push_back(std::make_unique<HessianAccumulator>(in));
-        acc = accs.back().get();
-        for (const auto& nm : names) by_linear[nm] = acc;
+      HessianStore*& st = by_group[names.front()];
+      if (!st) {
+        stores.push_back(opt.stores ? opt.stores(in) : host_hessian_store(in, opt.threads, opt.gram));
+        st = stores.back().get();
+        for (const auto& nm : names) by_linear[nm] = st;
       }
-      if (acc->n() != in)
-        throw Error(layer_str(layer) + names.front() + " input width changed from " + std::to_string(acc->n()) +
+      if (st->n() != in)
+        throw Error(layer_str(layer) + names.front() + " input width changed from " + std::to_string(st->n()) +
                     " to " + std::to_string(in));
       const auto t_h = clock::now();
-      acc->add(x, rows, in, opt.threads, opt.gram);
+      st->add(x, rows, in);
       tm.hessian += secs(t_h, clock::now());
     };
   }
 };
 
 // GPTQ of the Linears `lins` from the Hessians of `obs`; writes the fake-quantized
-// weights back into the executor and appends the reports.
+// weights back into the executor and appends the reports. A store is released after the
+// last of `lins` that reads it.
 void quantize_observed(CalibrationExecutor& exec, int layer, const std::vector<LinearInfo>& lins,
                        const Observation& obs, const GptqDriverOptions& opt, GptqTimings& tm,
                        std::vector<LinearReport>& reports) {
-  std::map<const HessianAccumulator*, PreparedHessian> prepared;  // shared by Linears of one input
+  std::map<HessianStore*, int> uses;
   for (const LinearInfo& li : lins) {
     auto it = obs.by_linear.find(li.name);
     if (it == obs.by_linear.end()) throw Error(layer_str(layer) + li.name + " saw no calibration input");
-    const HessianAccumulator& acc = *it->second;
-    if (acc.n() != li.in)
+    if (it->second->n() != li.in)
       throw Error(layer_str(layer) + li.name + " has in_features " + std::to_string(li.in) +
-                  " but its observed input has width " + std::to_string(acc.n()));
+                  " but its observed input has width " + std::to_string(it->second->n()));
+    ++uses[it->second];
+  }
+  for (const LinearInfo& li : lins) {
+    HessianStore& st = *obs.by_linear.at(li.name);
     std::vector<float> w = exec.weight(layer, li.name);
     const auto t_lin = clock::now();
-    auto pit = prepared.find(&acc);
-    if (pit == prepared.end()) pit = prepared.emplace(&acc, prepare_hessian(acc.hessian(), acc.n(), opt.gptq)).first;
-    GptqResult r = gptq_quantize(w.data(), li.out, li.in, pit->second, opt.gptq);
+    GptqResult r = st.quantize(w.data(), li.out, opt.gptq);
+    if (--uses[&st] == 0) st.release();
     r.seconds = secs(t_lin, clock::now());
     tm.solve += r.seconds;
     exec.set_weight(layer, li.name, r.q.dequantized());
@@ -82,13 +85,37 @@ void quantize_observed(CalibrationExecutor& exec, int layer, const std::vector<L
     rep.dead_columns = r.dead_columns;
     rep.predicted_loss = r.predicted_loss;
     rep.seconds = r.seconds;
-    rep.calibration_rows = acc.rows();
+    rep.calibration_rows = st.rows();
     if (opt.on_linear) opt.on_linear(rep, r.q);
     reports.push_back(rep);
   }
 }
 
+// The host store: HessianAccumulator, prepare_hessian once, gptq_quantize per Linear.
+class HostHessianStore final : public HessianStore {
+ public:
+  HostHessianStore(int64_t n, int threads, GramUpdate gram) : acc_(n), threads_(threads), gram_(std::move(gram)) {}
+  int64_t n() const override { return acc_.n(); }
+  int64_t rows() const override { return acc_.rows(); }
+  void add(const float* X, int64_t rows, int64_t ld) override { acc_.add(X, rows, ld, threads_, gram_); }
+  GptqResult quantize(const float* W, int64_t out, const GptqOptions& opt) override {
+    if (!prepared_) prepared_ = std::make_unique<PreparedHessian>(prepare_hessian(acc_.hessian(), acc_.n(), opt));
+    return gptq_quantize(W, out, acc_.n(), *prepared_, opt);
+  }
+  void release() override { prepared_.reset(); }
+
+ private:
+  HessianAccumulator acc_;
+  int threads_;
+  GramUpdate gram_;
+  std::unique_ptr<PreparedHessian> prepared_;
+};
+
 }  // namespace
+
+std::unique_ptr<HessianStore> host_hessian_store(int64_t n, int threads, GramUpdate gram) {
+  return std::make_unique<HostHessianStore>(n, threads, std::move(gram));
+}
 
 std::vector<LinearReport> gptq_layer(CalibrationExecutor& exec, int layer, const std::vector<LinearInfo>& which,
                                      const GptqDriverOptions& opt) {

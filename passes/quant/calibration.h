@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -64,6 +65,26 @@ struct GptqTimings {
   double advance_forward = 0.0;  // run_layer with the quantized weights
 };
 
+// Where the driver accumulates one input's Hessian and solves the Linears that read it. The
+// default (HessianStoreFactory empty) is the host: HessianAccumulator + prepare_hessian +
+// gptq_quantize; tools/quant_gpu supplies one on the GPU.
+class HessianStore {
+ public:
+  virtual ~HessianStore() = default;
+  virtual int64_t n() const = 0;
+  virtual int64_t rows() const = 0;
+  virtual void add(const float* X, int64_t rows, int64_t ld) = 0;
+  // GPTQ of W [out, n()] (row-major) against this Hessian; the first call prepares it (dead
+  // columns, order, damping, factor) and later calls reuse that.
+  virtual GptqResult quantize(const float* W, int64_t out, const GptqOptions& opt) = 0;
+  // No further add() or quantize(): memory may be released.
+  virtual void release() {}
+};
+using HessianStoreFactory = std::function<std::unique_ptr<HessianStore>(int64_t n)>;
+
+// The host store (threads: the Gram's; gram: its XᵀX kernel, empty = sgemm_acc).
+std::unique_ptr<HessianStore> host_hessian_store(int64_t n, int threads, GramUpdate gram);
+
 struct GptqDriverOptions {
   GptqOptions gptq;
   // Within a layer, quantize the input groups in order (q/k/v, then o, gate/up, down),
@@ -73,6 +94,7 @@ struct GptqDriverOptions {
   GptqTimings* timings = nullptr;  // accumulated into when set
   int threads = 1;  // for the Hessian accumulation
   GramUpdate gram;  // the Hessian's XᵀX kernel; empty: sgemm_acc on `threads` threads
+  HessianStoreFactory stores;  // empty: host_hessian_store(n, threads, gram)
   // Called once per quantized Linear, in order; receives the quantized weights.
   std::function<void(const LinearReport&, const QuantizedLinear&)> on_linear;
   std::function<void(int layer, double seconds)> on_layer;

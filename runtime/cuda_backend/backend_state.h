@@ -84,6 +84,8 @@ class CudaBackend final : public runtime::Backend {
   void weight_updated(int weight) override;
   size_t peak_bytes() const override { return device_->peak_bytes(); }
   runtime::CudaInfo info() const;
+  cudaStream_t stream() const { return device_->stream(); }
+  void check_budget(const std::string& where) const { device_->check_budget(where.c_str(), breakdown()); }
 
  private:
   friend struct StepRunner;

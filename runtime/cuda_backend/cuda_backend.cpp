@@ -611,6 +611,18 @@ CudaInfo cuda_info(const Backend& b) {
   return c->info();
 }
 
+namespace {
+const cudart::CudaBackend& as_cuda(const Backend& b, const char* who) {
+  const auto* c = dynamic_cast<const cudart::CudaBackend*>(&b);
+  if (!c) throw Error(std::string(who) + ": backend '" + b.name() + "' is not the CUDA backend");
+  return *c;
+}
+}  // namespace
+
+void* cuda_stream(const Backend& b) { return as_cuda(b, "cuda_stream").stream(); }
+
+void cuda_check_budget(const Backend& b, const std::string& where) { as_cuda(b, "cuda_check_budget").check_budget(where); }
+
 size_t parse_budget(const std::string& text) {
   size_t used = 0;
   double v = 0;

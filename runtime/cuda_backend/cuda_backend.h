@@ -32,9 +32,10 @@ struct CudaOptions {
   size_t budget_bytes = 9984ull << 20;  // whole-process device bytes; 0 = no budget
   std::string trace_path;               // Chrome-trace JSON written at destruction ("" = none)
   bool graphs = true;                   // CUDA graphs for decode steps
-  // Decode GEMMs by programmatic dependent launch (when nothing streams). Written 2026-12-02,
-  // not yet run on a GPU (GpuW4Decode.PdlWaitsForTheKernelThatWritesX is its test): off.
-  bool decode_pdl = false;
+  // Decode GEMMs by programmatic dependent launch (when nothing streams). Measured on the H200
+  // 2026-12-02: GpuW4Decode.PdlWaitsForTheKernelThatWritesX passes; performance_public 1.527-1.537 s
+  // with, 1.542-1.551 s without (full GPU); 16-SM green context unchanged (7.16-7.19 vs 7.16 s).
+  bool decode_pdl = true;
   int max_tokens = 512;                 // token rows of the activation arena allocated up front (grows on demand)
   // Sibling Linears (q/k/v sharing one input) as one GEMM over concatenated weights. Off until
   // it has run on a GPU (tests/gpu_runtime SiblingFusionMatchesSeparateGemms checks it).
@@ -75,5 +76,12 @@ struct CudaInfo {
   long graph_replays = 0, eager_steps = 0;
 };
 CudaInfo cuda_info(const Backend& b);
+
+// The CUDA backend's stream (a cudaStream_t; in its green context under --emulate), and its
+// budget check (throws g4c::Error naming `where` when the process is over --budget; updates the
+// reported peak). Both throw when `b` is not the CUDA backend. For work beside the plan's
+// (GPTQ's solves, runtime/cuda_backend/gptq_device.h).
+void* cuda_stream(const Backend& b);
+void cuda_check_budget(const Backend& b, const std::string& where);
 
 }  // namespace g4c::runtime

@@ -26,6 +26,8 @@ struct DeviceFlags {
   std::string emulate;            // "" | 1g.10gb (cuda only)
   std::string budget = "9984MiB"; // whole-process device bytes (cuda only); "0" = none
   std::string trace;              // Chrome-trace JSON path (cuda only)
+  bool pdl = true;                // --no-pdl clears CudaOptions::decode_pdl (cuda only)
+  bool fuse_siblings = false;     // --fuse-siblings: CudaOptions::fuse_siblings (cuda only)
   // Set by commands, not flags (cuda only): CudaOptions::stream_last_layers / share_values.
   int stream_last_layers = 0;
   int share_values = -1;
@@ -44,6 +46,7 @@ inline std::unique_ptr<Backend> backend_for_flags(const DeviceFlags& f, const st
   if (f.device == "cpu") {
     if (!f.emulate.empty()) throw Error("--emulate needs --device cuda");
     if (!f.trace.empty()) throw Error("--trace is implemented for --device cuda only");
+    if (f.fuse_siblings) throw Error("--fuse-siblings needs --device cuda");
     return nullptr;
   }
   if (f.device != "cuda") throw Error("--device: expected cpu or cuda, got '" + f.device + "'");
@@ -55,6 +58,8 @@ inline std::unique_ptr<Backend> backend_for_flags(const DeviceFlags& f, const st
   co.trace_path = f.trace;
   co.stream_last_layers = f.stream_last_layers;
   co.share_values = f.share_values;
+  co.decode_pdl = f.pdl;
+  co.fuse_siblings = f.fuse_siblings;
   return make_cuda_backend(co);
 #else
   (void)model_dir;

@@ -10,7 +10,12 @@ grep -E "^\[ +(FAILED|PASSED) +\]|Failure" $O/decode_tests.log | head
 OUT=$O TESTS_T=60 bash $C/run_cudart.sh tiny 2>&1 | grep -E "rc=|PASSED|FAILED|greedy exact|top-1 306|Failure" | head -12
 xz -dc .devpack-bench/g4c.xz > $W/bin/g4c && chmod +x $W/bin/g4c
 timeout 60 $W/bin/g4c synth --preset gemma4-12b --dtype int4 --group-size 128 --seed 0 -o $W/12b-int4 --no-progress > /dev/null 2>&1
-timeout 60 $W/bin/g4c bench --model $W/12b-int4 --input $C/perf_public_ids.jsonl --device cuda --budget 9984MiB --ignore-eos \
-  --batch-size 16 --repeat 2 --report $O/bench.json > $O/bench.log 2>&1; echo "bench rc=$?"; tail -1 $O/bench.log
-python3 -c "import json; r=json.load(open('$O/bench.json')); print(r['elapsed_s'], r['tpot_s'], r['phases']['decode']['elapsed_s'], r['date'])"
+for pdl in "" --pdl "" --pdl; do
+  for emu in "" "--emulate 1g.10gb"; do
+    tag=b${pdl:+-pdl}${emu:+-emu}; [ -n "$emu" ] && [ -f $O/$tag.json ] && continue  # emulated: once each
+    timeout 90 $W/bin/g4c bench --model $W/12b-int4 --input $C/perf_public_ids.jsonl --device cuda --budget 9984MiB \
+      --ignore-eos --batch-size 16 --repeat 2 $pdl $emu --report $O/$tag.json > $O/$tag.log 2>&1; echo "$tag rc=$?"
+    python3 -c "import json; r=json.load(open('$O/$tag.json')); print('$tag', r['elapsed_s'], r['tpot_s'], r['phases']['decode']['elapsed_s'], r.get('peak_device_bytes'), r['date'])" 2>&1 | tail -1
+  done
+done
 tar cJf $OUT/pdl.tar.xz -C $O .

@@ -1,0 +1,70 @@
+// GPTQ on the device (issue 7: GPTQ of the 12B on the GPU inside the budget). The host
+// implementation (passes/quant/gptq.cpp) is the reference; these kernels do the same arithmetic:
+//   gram        one fp32 FMA chain per element over the rows in order (the bits of the host's
+//               FMA GEMM tiles), H += 2·double(partial) as the host accumulator does;
+//   factor      H⁻¹'s upper Cholesky factor U by the host's route (J·P·H·P·J + damp·I = L·Lᵀ,
+//               U = J·L⁻¹·J), blocked in fp64 (rounding differs from the unblocked host loops);
+//   solve       the blocked column loop with the host's operations in the host's order and no FMA
+//               contraction (__dmul_rn/__dsub_rn): given the same U the codes, scales and
+//               objective are bitwise the host's.
+// All pointers are device pointers, matrices row-major n×n (ld n) unless stated. Host API only.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace g4c::cuda {
+
+// partial[i, j] = Σ_{r < rows} X[r, i]·X[r, j] for the 128×128 tiles on and above the diagonal
+// (every j ≥ i written; some j < i inside diagonal tiles too), each a chain fma(x, x, acc) from 0
+// over r in order — continued from the partial's current values with `accumulate` (so rows
+// given in pieces form the same chain). X is [rows, ld] fp32, ld ≥ n.
+cudaError_t gptq_gram_upper(const float* X, int64_t rows, int64_t n, int64_t ld, float* partial, bool accumulate,
+                            cudaStream_t s);
+
+// H[i, j] += 2·double(partial[min(i, j), max(i, j)]) for all i, j (the host's symmetric fill).
+cudaError_t gptq_hessian_add(const float* partial, int64_t n, double* H, cudaStream_t s);
+
+// dead[j] = (H[j, j] == 0), and then H[j, j] = 1; diag[j] = H[j, j] afterwards.
+cudaError_t gptq_dead_columns(double* H, int64_t n, uint8_t* dead, double* diag, cudaStream_t s);
+
+// R[i, j] = H[p(n-1-i), p(n-1-j)] + (i == j ? damp : 0), p = perm (null: identity): the damped,
+// column-ordered Hessian reversed, ready for the lower Cholesky.
+cudaError_t gptq_reverse_permute(const double* H, const int64_t* perm, int64_t n, double damp, double* R,
+                                 cudaStream_t s);
+
+// In-place lower Cholesky of the SPD matrix R (read: lower triangle; the strict upper triangle is
+// left undefined). dinv receives L_kk⁻¹ of each 64×64 diagonal block (ceil(n/64)·4096 doubles),
+// panel is scratch of 64·n doubles; *fail (device int, zeroed by the caller) becomes 1 when a
+// pivot is not positive and finite (the host's test).
+cudaError_t gptq_cholesky(double* R, int64_t n, double* dinv, double* panel, int* fail, cudaStream_t s);
+
+// Inv = L⁻¹ (lower; strict upper zero) from the factor of gptq_cholesky and its dinv blocks.
+// Inv must not alias L; panel is scratch of 64·n doubles.
+cudaError_t gptq_tri_inverse(const double* L, const double* dinv, int64_t n, double* Inv, double* panel,
+                             cudaStream_t s);
+
+// U[a, b] = Inv[n-1-a, n-1-b].
+cudaError_t gptq_reverse(const double* Inv, int64_t n, double* U, cudaStream_t s);
+
+struct GptqSolveArgs {
+  int64_t out = 0, n = 0, padded_in = 0;
+  int group = 128, block = 128;  // !act_order: block % group == 0; block ≤ 256
+  bool symmetric = true, act_order = false;
+  const float* w = nullptr;       // [out, n] the Linear's weights
+  const uint8_t* dead = nullptr;  // [n] columns whose H diagonal was 0 (zeroed before the solve)
+  const int64_t* perm = nullptr;  // [n] act_order column order (null otherwise)
+  const double* U = nullptr;      // [n, n] upper Cholesky factor of H⁻¹ (in perm order)
+  double* wd = nullptr;           // [out, n] scratch: the weights being solved
+  double* err = nullptr;          // [out, block] scratch: the block's scaled errors
+  uint8_t* codes = nullptr;       // [out, padded_in] out; padding columns hold the zero point
+  float* scales = nullptr;        // [out, padded_in / group] out (fp16 values)
+  uint8_t* zeros = nullptr;       // [out, padded_in / group] out
+  double* row_loss = nullptr;     // [out] out: Σ err² / d² / 2 over the row's columns, in order
+};
+
+// The whole blocked GPTQ solve of one Linear (several kernels on `s`).
+cudaError_t gptq_solve(const GptqSolveArgs& a, cudaStream_t s);
+
+}  // namespace g4c::cuda

@@ -1,0 +1,15 @@
+// GPTQ's Hessians and solves on the GPU (`g4c quantize --device cuda`): passes/quant's
+// HessianStore over runtime/cuda_backend/gptq_device (the same arithmetic as the host store;
+// see runtime/cuda/gptq.cuh for what is bitwise equal and what is not).
+#pragma once
+
+#include "passes/quant/calibration.h"
+#include "runtime/backend.h"
+
+namespace g4c::tools {
+
+// Stores on the CUDA backend `b` (its stream, inside its budget); `b` must outlive them.
+// Throws when g4c was built without the CUDA backend.
+quant::HessianStoreFactory gpu_hessian_stores(const runtime::Backend& b);
+
+}  // namespace g4c::tools
