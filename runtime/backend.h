@@ -59,6 +59,15 @@ class Backend {
   // fp32). Used by GPTQ to collect activations. Empty function = no observer.
   using LinearObserver = std::function<void(int step, const float* x, int rows, int cols)>;
   virtual void set_linear_observer(LinearObserver observer) = 0;
+  // The same with the input left in device memory: x [rows, cols] bf16 (ld = cols), valid for
+  // work enqueued on the backend's stream inside the call. Returns false (and keeps nothing)
+  // when the backend has no device memory; an empty function removes it. When both are set
+  // the device observer is called.
+  using DeviceLinearObserver = std::function<void(int step, const void* x_bf16, int rows, int cols)>;
+  virtual bool set_device_linear_observer(DeviceLinearObserver) { return false; }
+  // A value's rows in device memory as bf16 ([rows, cols], *rows set), or nullptr when the
+  // backend keeps it elsewhere or in another type.
+  virtual const void* device_value_bf16(int /*value*/, int* /*rows*/) const { return nullptr; }
 
   // The weight store's data for `weight` changed (WeightStore::replace).
   virtual void weight_updated(int weight) = 0;

@@ -189,11 +189,17 @@ void run_quantize(const QuantArgs& a) {
     };
     // Logs (stderr not a terminal) get a line per layer: the bar prints only at the end there.
     const bool log_layers = !isatty(STDERR_FILENO) && Progress::enabled();
+    quant::GptqTimings prev;
     opt.on_layer = [&, log_layers](int layer, double secs) {
       bar.add(1);
       if (log_layers)
-        std::fprintf(stderr, "gptq: layer %d/%d in %.1f s (%.1f s so far)\n", layer + 1, cfg.num_layers, secs,
+        std::fprintf(stderr,
+                     "gptq: layer %d/%d in %.1f s (forwards %.1f + %.1f, Hessians %.1f, solves %.1f; %.1f s so far)\n",
+                     layer + 1, cfg.num_layers, secs, timings.observe_forward - prev.observe_forward,
+                     timings.advance_forward - prev.advance_forward, timings.hessian - prev.hessian,
+                     timings.solve - prev.solve,
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      prev = timings;
     };
     // GPTQ as a graph-level pass: the g4 graph of the model names the Linears, the
     // pass drives them layer by layer through the executor.

@@ -334,18 +334,33 @@ void EngineCalibrationExecutor::run_layer(int layer, const Observer& observe, bo
   const int start = !observe && cut_.layer == layer ? cut_.step : first;
   std::vector<int> leader(size_t(std::max(0, last - first)), -1);  // step -> group index
   for (size_t g = 0; g < groups.size(); ++g) leader[size_t(groups[g].step - first)] = int(g);
-  if (observe)
-    e.backend().set_linear_observer([&, first = first, last = last](int step, const float* x, int rows, int cols) {
-      if (step < first || step >= last || leader[size_t(step - first)] < 0) return;
-      observe(groups[size_t(leader[size_t(step - first)])].names, x, rows, cols);
-    });
+  auto clear = [&] {
+    e.backend().set_linear_observer({});
+    e.backend().set_device_linear_observer({});
+  };
+  if (observe) {
+    auto group_of = [&, first = first, last = last](int step) -> const Observed* {
+      if (step < first || step >= last || leader[size_t(step - first)] < 0) return nullptr;
+      return &groups[size_t(leader[size_t(step - first)])];
+    };
+    const bool on_device =
+        dev_observer_ && e.backend().set_device_linear_observer([&](int step, const void* x, int rows, int cols) {
+          const Observed* g = group_of(step);
+          if (!g) return;
+          if (x && dev_observer_(g->names, x, rows, cols)) return;
+          int r = 0;
+          const std::span<const float> h = value(g->input, &r);
+          observe(g->names, h.data(), r, cols);
+        });
+    if (!on_device)
+      e.backend().set_linear_observer([&](int step, const float* x, int rows, int cols) {
+        if (const Observed* g = group_of(step)) observe(g->names, x, rows, cols);
+      });
+  }
   try {
     for_each_batch(layer, start, stop, [&](size_t, size_t off) {
       int rows = 0;
-      if (stop < last) {
-        const std::span<const float> x = value(groups.back().input, &rows);
-        observe(groups.back().names, x.data(), rows, int64_t(x.size()) / std::max(1, rows));
-      }
+      if (stop < last) report(groups.back(), observe);
       if (advance) {
         const std::span<const float> h = value(hv, &rows);
         std::copy(h.begin(), h.end(), h_.begin() + int64_t(off));
@@ -356,12 +371,23 @@ void EngineCalibrationExecutor::run_layer(int layer, const Observer& observe, bo
       }
     });
   } catch (...) {
-    e.backend().set_linear_observer({});
+    clear();
     cut_ = Cut{};
     throw;
   }
-  e.backend().set_linear_observer({});
+  clear();
   cut_ = Cut{};
+}
+
+void EngineCalibrationExecutor::report(const Observed& g, const Observer& observe) {
+  const int64_t cols = engine_->plan()->values()->Get(g.input)->cols();
+  int rows = 0;
+  if (dev_observer_) {
+    const void* xd = engine_->backend().device_value_bf16(g.input, &rows);
+    if (xd && dev_observer_(g.names, xd, rows, cols)) return;
+  }
+  const std::span<const float> x = value(g.input, &rows);
+  observe(g.names, x.data(), rows, int64_t(x.size()) / std::max(1, rows));
 }
 
 void EngineCalibrationExecutor::observe_group(int layer, int group, const Observer& observe) {
@@ -375,9 +401,7 @@ void EngineCalibrationExecutor::observe_group(int layer, int group, const Observ
   try {
     // Stop before the group's first Linear, read the value it would read, keep the cut.
     for_each_batch(layer, start, g.step, [&](size_t batch, size_t) {
-      int rows = 0;
-      const std::span<const float> x = value(g.input, &rows);
-      observe(g.names, x.data(), rows, int64_t(x.size()) / std::max(1, rows));
+      report(g, observe);
       keep_cut(layer, g.step, batch);
     });
   } catch (...) {

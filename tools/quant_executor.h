@@ -68,6 +68,8 @@ class EngineCalibrationExecutor : public quant::CalibrationExecutor {
   int64_t steps_executed() const { return steps_executed_; }
   std::vector<float> weight(int layer, const std::string& linear) const override;
   void set_weight(int layer, const std::string& linear, std::span<const float> w) override;
+  // Taken when the backend has device memory (CUDA): Linear inputs are offered there first.
+  void set_device_observer(DeviceObserver o) override { dev_observer_ = std::move(o); }
 
  private:
   struct Observed {
@@ -76,6 +78,9 @@ class EngineCalibrationExecutor : public quant::CalibrationExecutor {
     std::vector<std::string> names;
   };
   std::vector<Observed> observed_steps(int layer) const;
+  // Reports group g's input (the value it reads now) to the device observer, else to `observe`.
+  void report(const Observed& g, const Observer& observe);
+  DeviceObserver dev_observer_;
   // Runs every calibration batch through steps [start, stop) of `layer` — from the
   // layer-boundary values when start is the layer's first step, else from the values
   // kept at the cut `start` — then calls after(batch index, offset into h_/a_).

@@ -18,6 +18,10 @@ class GpuHessianStore final : public quant::HessianStore {
   int64_t n() const override { return h_.n(); }
   int64_t rows() const override { return h_.rows(); }
   void add(const float* X, int64_t rows, int64_t ld) override { h_.add(X, rows, ld); }
+  bool add_device_bf16(const void* X, int64_t rows, int64_t ld) override {
+    h_.add_device_bf16(X, rows, ld);
+    return true;
+  }
   quant::GptqResult quantize(const float* W, int64_t out, const quant::GptqOptions& opt) override {
     if (!h_.prepared()) {
       dev_->release_scratch();  // observing is over: the factor needs the Gram's memory

@@ -34,23 +34,45 @@ struct Observation {
   std::map<std::string, HessianStore*> by_linear;
   std::map<std::string, HessianStore*> by_group;  // key: first linear of the group
 
+  HessianStore& store(int layer, const GptqDriverOptions& opt, const std::vector<std::string>& names, int64_t in) {
+    HessianStore*& st = by_group[names.front()];
+    if (!st) {
+      stores.push_back(opt.stores ? opt.stores(in) : host_hessian_store(in, opt.threads, opt.gram));
+      st = stores.back().get();
+      for (const auto& nm : names) by_linear[nm] = st;
+    }
+    if (st->n() != in)
+      throw Error(layer_str(layer) + names.front() + " input width changed from " + std::to_string(st->n()) + " to " +
+                  std::to_string(in));
+    return *st;
+  }
   CalibrationExecutor::Observer observer(int layer, const GptqDriverOptions& opt, GptqTimings& tm) {
     return [this, layer, &opt, &tm](const std::vector<std::string>& names, const float* x, int64_t rows, int64_t in) {
       if (names.empty()) return;
-      HessianStore*& st = by_group[names.front()];
-      if (!st) {
-        stores.push_back(opt.stores ? opt.stores(in) : host_hessian_store(in, opt.threads, opt.gram));
-        st = stores.back().get();
-        for (const auto& nm : names) by_linear[nm] = st;
-      }
-      if (st->n() != in)
-        throw Error(layer_str(layer) + names.front() + " input width changed from " + std::to_string(st->n()) +
-                    " to " + std::to_string(in));
+      HessianStore& st = store(layer, opt, names, in);
       const auto t_h = clock::now();
-      st->add(x, rows, in);
+      st.add(x, rows, in);
       tm.hessian += secs(t_h, clock::now());
     };
   }
+  CalibrationExecutor::DeviceObserver device_observer(int layer, const GptqDriverOptions& opt, GptqTimings& tm) {
+    return [this, layer, &opt, &tm](const std::vector<std::string>& names, const void* x, int64_t rows, int64_t in) {
+      if (names.empty()) return true;
+      HessianStore& st = store(layer, opt, names, in);
+      const auto t_h = clock::now();
+      const bool taken = st.add_device_bf16(x, rows, in);
+      tm.hessian += secs(t_h, clock::now());
+      return taken;
+    };
+  }
+  // Sets the device observer on `exec` for one observing pass; clears it when it goes.
+  struct DeviceScope {
+    CalibrationExecutor& exec;
+    DeviceScope(CalibrationExecutor& e, CalibrationExecutor::DeviceObserver o) : exec(e) {
+      exec.set_device_observer(std::move(o));
+    }
+    ~DeviceScope() { exec.set_device_observer({}); }
+  };
 };
 
 // GPTQ of the Linears `lins` from the Hessians of `obs`; writes the fake-quantized
@@ -128,7 +150,10 @@ std::vector<LinearReport> gptq_layer(CalibrationExecutor& exec, int layer, const
     Observation obs;
     const auto t_observe = clock::now();
     const double h0 = tm.hessian;
-    exec.run_layer(layer, obs.observer(layer, opt, tm), /*advance=*/false);
+    {
+      const Observation::DeviceScope dev(exec, obs.device_observer(layer, opt, tm));
+      exec.run_layer(layer, obs.observer(layer, opt, tm), /*advance=*/false);
+    }
     tm.observe_forward += secs(t_observe, clock::now()) - (tm.hessian - h0);
     quantize_observed(exec, layer, which, obs, opt, tm, reports);
   } else {
@@ -151,7 +176,10 @@ std::vector<LinearReport> gptq_layer(CalibrationExecutor& exec, int layer, const
       Observation obs;
       const auto t_observe = clock::now();
       const double h0 = tm.hessian;
-      exec.observe_group(layer, int(g), obs.observer(layer, opt, tm));
+      {
+        const Observation::DeviceScope dev(exec, obs.device_observer(layer, opt, tm));
+        exec.observe_group(layer, int(g), obs.observer(layer, opt, tm));
+      }
       tm.observe_forward += secs(t_observe, clock::now()) - (tm.hessian - h0);
       quantize_observed(exec, layer, lins, obs, opt, tm, reports);
     }

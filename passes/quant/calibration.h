@@ -43,6 +43,13 @@ class CalibrationExecutor {
   // may be skipped) and followed by run_layer(layer, {}, true), an executor may resume each
   // piece where the previous one stopped instead of starting from the layer's input.
   virtual void observe_group(int layer, int group, const Observer& observe) = 0;
+  // Optional, for executors whose activations live in device memory: while set, Linear inputs
+  // are offered first as bf16 rows [rows, in] in device memory (valid for work on the executor's
+  // device stream during the call); when it returns false the executor reports them to the
+  // host Observer as usual. Empty function: host only. Default: ignored.
+  using DeviceObserver = std::function<bool(const std::vector<std::string>& linears, const void* x_bf16,
+                                            int64_t rows, int64_t in)>;
+  virtual void set_device_observer(DeviceObserver) {}
   virtual std::vector<float> weight(int layer, const std::string& linear) const = 0;  // [out, in]
   virtual void set_weight(int layer, const std::string& linear, std::span<const float> w) = 0;
 };
@@ -74,6 +81,9 @@ class HessianStore {
   virtual int64_t n() const = 0;
   virtual int64_t rows() const = 0;
   virtual void add(const float* X, int64_t rows, int64_t ld) = 0;
+  // The same rows as bf16 in device memory (exactly the fp32 values add() would get); false when
+  // this store cannot read them there (the host store).
+  virtual bool add_device_bf16(const void* /*X*/, int64_t /*rows*/, int64_t /*ld*/) { return false; }
   // GPTQ of W [out, n()] (row-major) against this Hessian; the first call prepares it (dead
   // columns, order, damping, factor) and later calls reuse that.
   virtual GptqResult quantize(const float* W, int64_t out, const GptqOptions& opt) = 0;

@@ -23,6 +23,11 @@ namespace g4c::cuda {
 cudaError_t gptq_gram_upper(const float* X, int64_t rows, int64_t n, int64_t ld, float* partial, bool accumulate,
                             cudaStream_t s);
 
+// The same from bf16 rows (X [rows, ld] __nv_bfloat16): each element widened to fp32 exactly,
+// so the partial is bitwise that of the fp32 rows holding the same values.
+cudaError_t gptq_gram_upper_bf16(const void* X, int64_t rows, int64_t n, int64_t ld, float* partial, bool accumulate,
+                                 cudaStream_t s);
+
 // H[i, j] += 2·double(partial[min(i, j), max(i, j)]) for all i, j (the host's symmetric fill).
 cudaError_t gptq_hessian_add(const float* partial, int64_t n, double* H, cudaStream_t s);
 

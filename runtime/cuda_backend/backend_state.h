@@ -81,6 +81,12 @@ class CudaBackend final : public runtime::Backend {
     observer_ = std::move(o);
     drop_graphs();  // observed steps run eagerly
   }
+  bool set_device_linear_observer(DeviceLinearObserver o) override {
+    device_observer_ = std::move(o);
+    drop_graphs();
+    return true;
+  }
+  const void* device_value_bf16(int value, int* rows) const override;
   void weight_updated(int weight) override;
   size_t peak_bytes() const override { return device_->peak_bytes(); }
   runtime::CudaInfo info() const;
@@ -131,6 +137,7 @@ class CudaBackend final : public runtime::Backend {
 
   runtime::CudaOptions opts_;
   std::unique_ptr<Device> device_;
+  DeviceLinearObserver device_observer_;
   std::unique_ptr<runtime::TraceWriter> trace_;
   const plan::Plan* plan_ = nullptr;
   const runtime::WeightStore* store_ = nullptr;

@@ -365,7 +365,7 @@ void CudaBackend::execute(const BatchDesc& batch, int first, int last) {
       decode &= s.num_rows == 1;
     }
     // Streamed layers alternate between two slots: their pointers change, so no graphs.
-    const bool graph = decode && opts_.graphs && !observer_ && streamed_.empty() && first == 0 && last == nsteps &&
+    const bool graph = decode && opts_.graphs && !observer_ && !device_observer_ && streamed_.empty() && first == 0 && last == nsteps &&
                        sh.S <= std::max(1, kv_sizes_.ring_slots);
     if (graph) {
       int b = 1;
@@ -512,6 +512,15 @@ void CudaBackend::flush_trace() {
 void CudaBackend::drop_graphs() {
   for (auto& [b, g] : graphs_) cudaGraphExecDestroy(g);
   graphs_.clear();
+}
+
+const void* CudaBackend::device_value_bf16(int value, int* rows) const {
+  const auto& v = values_.at(value);
+  if (v.type != VType::BF16) return nullptr;
+  *rows = v.rows == fb::RowSpace::LogitRows ? shape_.real_R
+          : v.rows == fb::RowSpace::Sequences ? shape_.real_S
+                                              : shape_.real_T;
+  return v.ptr;
 }
 
 int CudaBackend::read_value(int value, std::vector<float>* out) const {

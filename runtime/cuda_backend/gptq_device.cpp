@@ -138,6 +138,23 @@ void DeviceHessian::add(const float* x, int64_t rows, int64_t ld) {
   h.rows += rows;
 }
 
+void DeviceHessian::add_device_bf16(const void* x, int64_t rows, int64_t ld) {
+  Impl& h = *p_;
+  GptqDevice::Impl& d = h.dev;
+  if (!h.H) throw Error("gptq (cuda): Hessian already prepared; add() after prepare()");
+  if (rows <= 0) return;
+  if (ld < h.n) throw Error("gptq: Hessian input has leading dimension " + std::to_string(ld) + " < " + std::to_string(h.n));
+  d.ensure(d.partial, d.partial_cap, h.nn(), "Gram partial");
+  const auto* xb = static_cast<const uint16_t*>(x);
+  for (int64_t r0 = 0; r0 < rows; r0 += kRowsPerPartial) {
+    const int64_t nr = std::min(kRowsPerPartial, rows - r0);
+    ok(cuda::gptq_gram_upper_bf16(xb + r0 * ld, nr, h.n, ld, d.partial, false, d.stream), "Gram kernel");
+    ok(cuda::gptq_hessian_add(d.partial, h.n, h.H, d.stream), "Hessian update");
+  }
+  d.sync("Hessian update");  // the time is the Hessian's, not the next forward step's
+  h.rows += rows;
+}
+
 std::vector<double> DeviceHessian::hessian() const {
   if (!p_->H) throw Error("gptq (cuda): the Hessian was released by prepare()");
   std::vector<double> out(p_->nn());

@@ -81,7 +81,11 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
       auto& y = out(0);
       need_bf16(x);
       const int m = rows_of(in_id(0), sh);
-      if (observer_ && !capturing_) {
+      if (device_observer_ && !capturing_) {
+        int rows = 0;
+        const void* xd = device_value_bf16(in_id(0), &rows);
+        device_observer_(index, xd, rows, x.cols);
+      } else if (observer_ && !capturing_) {
         std::vector<float> host;
         const int rows = read_value(in_id(0), &host);
         observer_(index, host.data(), rows, x.cols);
@@ -281,7 +285,12 @@ void CudaBackend::run_siblings(int index, int gi) {
   const int xid = st.inputs()->Get(0);
   auto& x = values_.at(xid);
   const int m = rows_of(xid, shape_);
-  if (observer_ && !capturing_) {
+  if (device_observer_ && !capturing_) {
+    int rows = 0;
+    const void* xd = device_value_bf16(xid, &rows);
+    for (int k : g.steps)
+      if (k >= run_first_ && k < run_last_) device_observer_(k, xd, rows, x.cols);
+  } else if (observer_ && !capturing_) {
     std::vector<float> host;
     const int rows = read_value(xid, &host);
     for (int k : g.steps)

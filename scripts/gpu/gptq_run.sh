@@ -27,7 +27,7 @@ if [ -z "${SKIP_TESTS:-}" ]; then
   fi
 fi
 if [ -z "${SKIP_TINY:-}" ]; then
-  for mode in cpu "cuda --host-solve" cuda; do
+  for mode in ${TINY_MODES:-cpu "cuda --host-solve" cuda}; do
     tag=$(echo $mode | tr -d ' -'); t "tiny gptq --device $mode"
     /usr/bin/time -f "%e s wall" timeout 100 $G quantize --model models/gemma4-tiny --method gptq \
       --calibration datasets/calibration-256.jsonl --device $mode -o /tmp/tiny-$tag > $O/tiny_$tag.log 2>&1
@@ -59,5 +59,9 @@ print("seconds", q["seconds"], "timing", q["timing_seconds"], "samples", c["samp
 print("device", c.get("device", {}).get("device"), "peak MiB", c.get("device", {}).get("peak_device_bytes", 0) / 2**20,
       "budget MiB", c.get("device", {}).get("budget_bytes", 0) / 2**20, "solves", c.get("hessians_and_solves"))
 PY
+if [ -n "${AFTER_TINY_RUNTIME:-}" ] && [ $SECONDS -lt 500 ]; then
+  t "tiny CUDA runtime tests (PDL on by default)"
+  OUT=$O TESTS_T=60 bash $C/run_cudart.sh tiny 2>&1 | grep -E "rc=|PASSED|FAILED|greedy exact|top-1 306|Failure" | head -12
+fi
 t "done"
 tar cJf $OUT/gptq.tar.xz -C $O .

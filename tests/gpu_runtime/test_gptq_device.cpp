@@ -8,6 +8,9 @@
 #include <numeric>
 #include <random>
 
+#include <cuda_runtime_api.h>
+#include <cstring>
+
 #include "models/error.h"
 #include "passes/quant/gptq.h"
 #include "runtime/cuda_backend/cuda_backend.h"
@@ -99,6 +102,34 @@ TEST(GpuGptq, GramIsTheFmaChainBitwise) {
     for (size_t k = 0; k < ref.size(); ++k) mism += !(got[k] == ref[k]);
     EXPECT_EQ(mism, 0u) << "n " << c.n << ": device H differs from the fp32 fma chain";
   }
+}
+
+TEST(GpuGptq, GramFromDeviceBf16RowsEqualsHostRows) {
+  REQUIRE_GPU();
+  std::mt19937_64 rng(seed() ^ 15);
+  runtime::GptqDevice dev(nullptr);
+  const int64_t n = 333, ld = 340, rows = 4100;
+  std::vector<float> x = make_x(rng, rows, n, ld);
+  std::vector<uint16_t> xb(x.size());
+  for (size_t k = 0; k < x.size(); ++k) {  // round to bf16 (nearest even); x keeps the bf16 values
+    uint32_t u;
+    std::memcpy(&u, &x[k], 4);
+    u = (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000u;
+    std::memcpy(&x[k], &u, 4);
+    xb[k] = uint16_t(u >> 16);
+  }
+  void* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, xb.size() * 2), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(d, xb.data(), xb.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  runtime::DeviceHessian a(dev, n), b(dev, n);
+  a.add_device_bf16(d, rows, ld);
+  b.add(x.data(), rows, ld);
+  cudaFree(d);
+  const std::vector<double> ha = a.hessian(), hb = b.hessian();
+  size_t mism = 0;
+  for (size_t k = 0; k < ha.size(); ++k) mism += !(ha[k] == hb[k]);
+  EXPECT_EQ(mism, 0u);  // bf16 → fp32 is exact: the same fma chains
+  EXPECT_EQ(a.rows(), rows);
 }
 
 // The host's H for the factor/solve tests (HessianAccumulator: independent of the device Gram).
