@@ -152,6 +152,7 @@ void run_quantize(const QuantArgs& a) {
     runtime::DeviceFlags dev = a.dev;
     dev.stream_last_layers = cfg.num_layers;
     dev.share_values = 0;
+    dev.fuse_siblings = false;  // GPTQ replaces q/k/v one at a time: keep them separate GEMMs
     auto backend = runtime::backend_for_flags(dev, src);
     const bool gpu = backend != nullptr;
     if (a.host_solve && !gpu) throw Error("quantize: --host-solve goes with --device cuda");

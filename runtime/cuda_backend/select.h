@@ -27,7 +27,7 @@ struct DeviceFlags {
   std::string budget = "9984MiB"; // whole-process device bytes (cuda only); "0" = none
   std::string trace;              // Chrome-trace JSON path (cuda only)
   bool pdl = true;                // --no-pdl clears CudaOptions::decode_pdl (cuda only)
-  bool fuse_siblings = false;     // --fuse-siblings: CudaOptions::fuse_siblings (cuda only)
+  bool fuse_siblings = true;      // --no-fuse-siblings clears CudaOptions::fuse_siblings (cuda only)
   // Set by commands, not flags (cuda only): CudaOptions::stream_last_layers / share_values.
   int stream_last_layers = 0;
   int share_values = -1;
@@ -46,7 +46,6 @@ inline std::unique_ptr<Backend> backend_for_flags(const DeviceFlags& f, const st
   if (f.device == "cpu") {
     if (!f.emulate.empty()) throw Error("--emulate needs --device cuda");
     if (!f.trace.empty()) throw Error("--trace is implemented for --device cuda only");
-    if (f.fuse_siblings) throw Error("--fuse-siblings needs --device cuda");
     return nullptr;
   }
   if (f.device != "cuda") throw Error("--device: expected cpu or cuda, got '" + f.device + "'");
