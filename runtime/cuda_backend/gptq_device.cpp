@@ -99,6 +99,15 @@ struct DeviceHessian::Impl {
       GptqDevice::Impl::release(p);
   }
   size_t nn() const { return size_t(n) * size_t(n); }
+  // Checks an add() of `rows` rows with leading dimension `ld` and readies the Gram partial;
+  // false when there is nothing to add.
+  bool begin_add(int64_t nrows, int64_t ld) {
+    if (!H) throw Error("gptq (cuda): Hessian already prepared; add() after prepare()");
+    if (nrows <= 0) return false;
+    if (ld < n) throw Error("gptq: Hessian input has leading dimension " + std::to_string(ld) + " < " + std::to_string(n));
+    dev.ensure(dev.partial, dev.partial_cap, nn(), "Gram partial");
+    return true;
+  }
 };
 
 DeviceHessian::DeviceHessian(GptqDevice& dev, int64_t n) : p_(std::make_unique<Impl>(dev.impl(), n)) {
@@ -114,12 +123,9 @@ int64_t DeviceHessian::rows() const { return p_->rows; }
 bool DeviceHessian::prepared() const { return p_->U != nullptr; }
 
 void DeviceHessian::add(const float* x, int64_t rows, int64_t ld) {
+  if (!p_->begin_add(rows, ld)) return;
   Impl& h = *p_;
   GptqDevice::Impl& d = h.dev;
-  if (!h.H) throw Error("gptq (cuda): Hessian already prepared; add() after prepare()");
-  if (rows <= 0) return;
-  if (ld < h.n) throw Error("gptq: Hessian input has leading dimension " + std::to_string(ld) + " < " + std::to_string(h.n));
-  d.ensure(d.partial, d.partial_cap, h.nn(), "Gram partial");
   d.ensure(d.xs, d.xs_cap, size_t(kStageRows) * size_t(h.n), "staged calibration rows");
   for (int64_t r0 = 0; r0 < rows; r0 += kRowsPerPartial) {
     const int64_t nr = std::min(kRowsPerPartial, rows - r0);
@@ -139,12 +145,9 @@ void DeviceHessian::add(const float* x, int64_t rows, int64_t ld) {
 }
 
 void DeviceHessian::add_device_bf16(const void* x, int64_t rows, int64_t ld) {
+  if (!p_->begin_add(rows, ld)) return;
   Impl& h = *p_;
   GptqDevice::Impl& d = h.dev;
-  if (!h.H) throw Error("gptq (cuda): Hessian already prepared; add() after prepare()");
-  if (rows <= 0) return;
-  if (ld < h.n) throw Error("gptq: Hessian input has leading dimension " + std::to_string(ld) + " < " + std::to_string(h.n));
-  d.ensure(d.partial, d.partial_cap, h.nn(), "Gram partial");
   const auto* xb = static_cast<const uint16_t*>(x);
   for (int64_t r0 = 0; r0 < rows; r0 += kRowsPerPartial) {
     const int64_t nr = std::min(kRowsPerPartial, rows - r0);

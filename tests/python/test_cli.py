@@ -79,6 +79,18 @@ def test_quantize_bad_model_raises(g4c, tmp_path):
     assert "nothing" in str(e.value)
 
 
+def test_quantize_host_solve_needs_the_gpu_and_says_so(g4c, tmp_path):
+    # --host-solve only chooses where a GPU run's Hessians and solves go: on the CPU it is an
+    # error (before any calibration forward), and nothing is written.
+    out = tmp_path / "q"
+    cli = subprocess.run([g4c.cli_binary(), "quantize", "--model", MODEL, "--method", "gptq", "--calibration",
+                          os.path.join(SOURCE_DIR, "datasets", "calibration-256.jsonl"), "--calibration-samples", "2",
+                          "--host-solve", "-o", str(out)], capture_output=True, text=True)
+    assert cli.returncode == 1
+    assert "--host-solve goes with --device cuda" in cli.stderr
+    assert not out.exists()
+
+
 def test_compile_gives_a_plan_that_matches_the_goldens(g4c, tmp_path):
     import warnings
     with warnings.catch_warnings():
