@@ -535,6 +535,41 @@ TEST(CudaBackend, Int4MatchesCpuBackendOnTheSameCodes) {
   }
 }
 
+// Sibling fusion (the CLI default) with streamed layers: a streamed layer's concatenated q/k/v
+// lives in the host image like any other weight; logits and a q_proj update (rebuilt into the
+// image) must be bitwise those of the resident fused engine. Written 2026-12-02 after the last
+// device call: not yet run on a GPU.
+TEST(CudaBackend, StreamedLayersWithSiblingFusionAreBitwiseEqual) {
+  REQUIRE_GPU();
+  auto gd = golden_dir();
+  if (gd.empty()) GTEST_SKIP() << "goldens absent";
+  Golden g{models::SafetensorsFile::open(gd / "golden_logits.safetensors")};
+  runtime::CudaOptions resident;
+  resident.graphs = false;
+  resident.fuse_siblings = true;
+  runtime::CudaOptions streamed = resident;
+  streamed.stream_last_layers = 6;
+  auto a = open_cuda(tiny_dir(), resident), b = open_cuda(tiny_dir(), streamed);
+  auto same = [&](const char* when) {
+    for (const char* p : {"p0", "p1", "p2"})
+      for (int chunk : {0, 1}) {
+        auto la = a->logits(g.ids(p), chunk), lb = b->logits(g.ids(p), chunk);
+        ASSERT_EQ(la.size(), lb.size());
+        EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * 4), 0) << when << ", " << p << " chunk " << chunk;
+      }
+  };
+  same("as loaded");
+  EXPECT_EQ(runtime::cuda_info(b->backend()).streamed_layers, 6);
+  const char* name = "layers.11.self_attn.q_proj.weight";
+  const int id = a->weights().find(name);
+  ASSERT_GE(id, 0);
+  std::vector<float> w(a->weights().data(id), a->weights().data(id) + a->weights().numel(id));
+  for (size_t i = 0; i < w.size(); ++i) w[i] *= (i % 3 == 0 ? -0.75f : 1.25f);
+  a->replace_weight(name, w);
+  b->replace_weight(name, w);
+  same("after a q_proj update");
+}
+
 // q/k/v (q/k on k_eq_v layers) as one GEMM over concatenated weights vs three GEMMs: the GEMM
 // may split K differently for the wider N, so fp32 sums differ in order: bf16-rounding-level
 // differences, the bf16 bars of the golden test (top-1 >= 99%, mean |dlogit| <= 0.06).
