@@ -5,7 +5,8 @@
 #  1. GPU tests: streamed layers with sibling fusion (never run), sibling fusion, GpuGptq;
 #  2. performance_public with the CLI defaults (PDL + q/k/v fused), full ×3 and emulated ×1;
 #  3. `g4c run` (compiled plan) on the same input with the defaults;
-#  4. performance_large, full H200, batch 16 (bench_vs_hf.sh tokenizes it with the HF tokenizer).
+#  4. performance_large, full H200, batch 16 (bench_vs_hf.sh tokenizes it with the HF tokenizer);
+#  5. with EMU_GPTQ=1 (better in a call of its own): GPTQ of the 12B BF16 inside the emulated slice.
 export G4C_NO_PROGRESS=1 W=/tmp/g4c-bench; C=.devpack-cudart; B=/tmp/g4c-cudart-bin; O=/tmp/g4c-next
 mkdir -p $B $O $W/bin
 t() { echo "[next +${SECONDS}s] $*"; }
@@ -37,5 +38,12 @@ t "performance_large, full H200"
 OUT=$O DATASETS=large bash .devpack-bench/bench_vs_hf.sh synth 2>&1 | grep -E "rc=|written" | tail -3
 OUT=$O DATASETS=large BATCH=16 REPEAT=1 G4C_T=$((560 - SECONDS)) bash .devpack-bench/bench_vs_hf.sh g4c 2>&1 | \
   grep -E "rc=|median|error" | head -6
+if [ -n "${EMU_GPTQ:-}" ]; then  # GPTQ inside the emulated slice, 16 samples, in what time is left
+  t "gptq 12B bf16 --emulate 1g.10gb (16 samples)"
+  [ -f $W/12b-bf16/config.json ] || timeout 60 $G synth --preset gemma4-12b --dtype bf16 --seed 0 -o $W/12b-bf16 --no-progress > /dev/null 2>&1
+  timeout $((575 - SECONDS)) $G quantize --model $W/12b-bf16 --method gptq --calibration datasets/calibration-256.jsonl \
+    --calibration-samples 16 --device cuda --emulate 1g.10gb --budget 9984MiB -o $W/12b-gptq-emu > $O/gptq_emu.log 2>&1
+  echo "rc=$?"; grep -E "layer (1|12|24|48)/|quantize:" $O/gptq_emu.log | tail -6
+fi
 t "done"
 tar cJf $OUT/next.tar.xz -C $O .
