@@ -197,10 +197,11 @@ void run_quantize(const QuantArgs& a) {
       bar.add(1);
       if (log_layers)
         std::fprintf(stderr,
-                     "gptq: layer %d/%d in %.1f s (forwards %.1f + %.1f, Hessians %.1f, solves %.1f; %.1f s so far)\n",
+                     "gptq: layer %d/%d in %.1f s (forwards %.1f + %.1f, Hessians %.1f, solves %.1f, weight I/O %.1f; "
+                     "%.1f s so far)\n",
                      layer + 1, cfg.num_layers, secs, timings.observe_forward - prev.observe_forward,
                      timings.advance_forward - prev.advance_forward, timings.hessian - prev.hessian,
-                     timings.solve - prev.solve,
+                     timings.solve - prev.solve, timings.weights - prev.weights,
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       prev = timings;
     };
@@ -266,7 +267,8 @@ void run_quantize(const QuantArgs& a) {
     qc["true_sequential"] = a.true_sequential;
     qc["calibration"] = calib_meta;
     qc["timing_seconds"] = {{"observe_forward", timings.observe_forward}, {"hessian", timings.hessian},
-                            {"solve", timings.solve}, {"advance_forward", timings.advance_forward}};
+                            {"solve", timings.solve}, {"advance_forward", timings.advance_forward},
+                            {"weights", timings.weights}};
   }
   qc["source_model"] = a.model;
   qc["seconds"] = secs;
@@ -283,7 +285,8 @@ void run_quantize(const QuantArgs& a) {
                a.output.c_str());
   if (a.method == "gptq")
     std::fprintf(stderr, "quantize: time in calibration forwards %.1f s (observe) + %.1f s (advance), Hessians %.1f s, "
-                 "GPTQ solves %.1f s\n", timings.observe_forward, timings.advance_forward, timings.hessian, timings.solve);
+                 "GPTQ solves %.1f s, weight I/O %.1f s\n", timings.observe_forward, timings.advance_forward,
+                 timings.hessian, timings.solve, timings.weights);
 }
 
 }  // namespace

@@ -92,13 +92,17 @@ void quantize_observed(CalibrationExecutor& exec, int layer, const std::vector<L
   }
   for (const LinearInfo& li : lins) {
     HessianStore& st = *obs.by_linear.at(li.name);
+    const auto t_read = clock::now();
     std::vector<float> w = exec.weight(layer, li.name);
     const auto t_lin = clock::now();
+    tm.weights += secs(t_read, t_lin);
     GptqResult r = st.quantize(w.data(), li.out, opt.gptq);
     if (--uses[&st] == 0) st.release();
     r.seconds = secs(t_lin, clock::now());
     tm.solve += r.seconds;
+    const auto t_write = clock::now();
     exec.set_weight(layer, li.name, r.q.dequantized());
+    tm.weights += secs(t_write, clock::now());
     LinearReport rep;
     rep.layer = layer;
     rep.name = li.name;
@@ -192,6 +196,7 @@ std::vector<LinearReport> gptq_layer(CalibrationExecutor& exec, int layer, const
     opt.timings->hessian += tm.hessian;
     opt.timings->solve += tm.solve;
     opt.timings->advance_forward += tm.advance_forward;
+    opt.timings->weights += tm.weights;
   }
   if (opt.on_layer) opt.on_layer(layer, secs(t0, clock::now()));
   return reports;

@@ -70,6 +70,7 @@ struct GptqTimings {
   double hessian = 0.0;          // H += 2XᵀX inside the observer
   double solve = 0.0;            // prepare_hessian + gptq_quantize
   double advance_forward = 0.0;  // run_layer with the quantized weights
+  double weights = 0.0;          // reading each Linear's weights, writing the fake-quantized ones back
 };
 
 // Where the driver accumulates one input's Hessian and solves the Linears that read it. The
