@@ -158,10 +158,13 @@ void run_quantize(const QuantArgs& a) {
     const bool gpu = backend != nullptr;
     if (a.host_solve && !gpu) throw Error("quantize: --host-solve goes with --device cuda");
     const bool gpu_solve = gpu && !a.host_solve;
-    if (gpu_solve && (a.block > 128 || (!a.act_order && a.block % a.group)))
-      throw Error("quantize: --block-size " + std::to_string(a.block) + " with --device cuda: the GPU solve takes a " +
-                  "block of at most 128 columns" + (a.act_order ? "" : " that is a multiple of --group-size") +
-                  " (or pass --host-solve)");
+    if (gpu_solve) {  // before any forward: the solve's own check, not a copy of it
+      quant::GptqOptions o;
+      o.spec = spec;
+      o.block_size = a.block;
+      o.act_order = a.act_order;
+      tools::check_gpu_gptq_options(o);
+    }
     const int batch_seqs = gpu ? std::max(1, 4096 / a.length) : 16;
     auto exec = std::make_unique<tools::EngineCalibrationExecutor>(src, seqs, a.length, threads, batch_seqs,
                                                                    std::move(backend));

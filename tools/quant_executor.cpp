@@ -343,15 +343,11 @@ void EngineCalibrationExecutor::run_layer(int layer, const Observer& observe, bo
       if (step < first || step >= last || leader[size_t(step - first)] < 0) return nullptr;
       return &groups[size_t(leader[size_t(step - first)])];
     };
-    const bool on_device =
-        dev_observer_ && e.backend().set_device_linear_observer([&](int step, const void* x, int rows, int cols) {
-          const Observed* g = group_of(step);
-          if (!g) return;
-          if (x && dev_observer_(g->names, x, rows, cols)) return;
-          int r = 0;
-          const std::span<const float> h = value(g->input, &r);
-          observe(g->names, h.data(), r, cols);
-        });
+    // The device callback's rows are the group input's device rows: report() offers those (and
+    // falls back to the host rows) just as for the input read after the run.
+    const bool on_device = dev_observer_ && e.backend().set_device_linear_observer([&](int step, const void*, int, int) {
+      if (const Observed* g = group_of(step)) report(*g, observe);
+    });
     if (!on_device)
       e.backend().set_linear_observer([&](int step, const float* x, int rows, int cols) {
         if (const Observed* g = group_of(step)) observe(g->names, x, rows, cols);

@@ -56,7 +56,15 @@ quant::HessianStoreFactory gpu_hessian_stores(const runtime::Backend& b) {
   auto dev = std::make_shared<runtime::GptqDevice>(b);
   return [dev](int64_t n) -> std::unique_ptr<quant::HessianStore> { return std::make_unique<GpuHessianStore>(dev, n); };
 }
+
+void check_gpu_gptq_options(const quant::GptqOptions& opt) {
+  runtime::DeviceHessian::check_solve_options(opt.spec.group_size, opt.block_size, opt.act_order);
+}
 #else
+void check_gpu_gptq_options(const quant::GptqOptions&) {
+  throw Error("quantize: GPTQ on the GPU needs a g4c built with the CUDA backend");
+}
+
 quant::HessianStoreFactory gpu_hessian_stores(const runtime::Backend&) {
   throw Error("quantize: GPTQ on the GPU needs a g4c built with the CUDA backend");
 }

@@ -12,4 +12,7 @@ namespace g4c::tools {
 // Throws when g4c was built without the CUDA backend.
 quant::HessianStoreFactory gpu_hessian_stores(const runtime::Backend& b);
 
+// Throws g4c::Error when the GPU solve cannot take these options (--block-size vs --group-size).
+void check_gpu_gptq_options(const quant::GptqOptions& opt);
+
 }  // namespace g4c::tools

@@ -121,6 +121,7 @@ class CudaBackend final : public runtime::Backend {
   void find_siblings(const std::vector<int>& uses);
   void upload_siblings(int g, const models::Checkpoint* ck);
   void run_siblings(int index, int g);  // steps.cpp
+  void observe_linear_input(int xid, int cols, std::span<const int> steps);  // steps.cpp
   // batch
   void ensure_capacity(int T, int S, int R);
   runtime::KvSizes fit_kv(const runtime::KvSizes& want);

@@ -55,6 +55,10 @@ struct GptqDevice::Impl {
   static void release(void* p) {
     if (p) cudaFree(p);
   }
+  template <class... P>
+  static void release_all(P*... p) {
+    (release(static_cast<void*>(p)), ...);
+  }
   template <class T>
   void ensure(T*& p, size_t& cap, size_t count, const std::string& what) {
     if (cap >= count) return;
@@ -95,8 +99,7 @@ struct DeviceHessian::Impl {
 
   Impl(GptqDevice::Impl& d, int64_t n_) : dev(d), n(n_) {}
   ~Impl() {
-    for (void* p : {static_cast<void*>(H), static_cast<void*>(U), static_cast<void*>(dead), static_cast<void*>(perm)})
-      GptqDevice::Impl::release(p);
+    GptqDevice::Impl::release_all(H, U, dead, perm);
   }
   size_t nn() const { return size_t(n) * size_t(n); }
   // Checks an add() of `rows` rows with leading dimension `ld` and readies the Gram partial;
@@ -225,12 +228,10 @@ DeviceHessian::Prepared DeviceHessian::prepare(double damp, bool act_order) {
       throw Error("gptq: the damped Hessian (" + std::to_string(n) + "×" + std::to_string(n) + ", damp " +
                   std::to_string(damp) + ") is not positive definite; raise --damp");
   } catch (...) {
-    for (void* p : {static_cast<void*>(R), static_cast<void*>(panel), static_cast<void*>(dinv), static_cast<void*>(fail)})
-      GptqDevice::Impl::release(p);
+    GptqDevice::Impl::release_all(R, panel, dinv, fail);
     throw;
   }
-  for (void* p : {static_cast<void*>(panel), static_cast<void*>(dinv), static_cast<void*>(fail)})
-    GptqDevice::Impl::release(p);
+  GptqDevice::Impl::release_all(panel, dinv, fail);
   GptqDevice::Impl::release(h.H);
   h.H = nullptr;
   h.U = R;
@@ -265,15 +266,19 @@ std::vector<double> DeviceHessian::factor() const {
   return out;
 }
 
+void DeviceHessian::check_solve_options(int group, int block, bool act_order) {
+  if (block <= 0 || block > 128)
+    throw Error("gptq (cuda): --block-size " + std::to_string(block) + ": the GPU solve takes 1..128");
+  if (!act_order && block % group)
+    throw Error("gptq (cuda): --block-size " + std::to_string(block) + " must be a multiple of --group-size " +
+                std::to_string(group) + " (without --act-order, groups are formed inside a column block)");
+}
+
 GptqSolved DeviceHessian::solve(const float* w, int64_t out, int group, bool symmetric, int block) const {
   const Impl& h = *p_;
   GptqDevice::Impl& d = h.dev;
   if (!h.U) throw Error("gptq (cuda): solve() before prepare()");
-  if (block <= 0 || block > 128)
-    throw Error("gptq (cuda): --block-size " + std::to_string(block) + ": the GPU solve takes 1..128");
-  if (!h.act_order && block % group)
-    throw Error("gptq (cuda): --block-size " + std::to_string(block) + " must be a multiple of --group-size " +
-                std::to_string(group) + " (without --act-order, groups are formed inside a column block)");
+  check_solve_options(group, block, h.act_order);
   const int64_t n = h.n, padded = (n + group - 1) / group * group, ng = padded / group;
   cuda::GptqSolveArgs a;
   a.out = out;

@@ -77,6 +77,8 @@ class DeviceHessian {
   // GPTQ of one Linear W [out, n] (host, row-major) against the prepared factor. block ≤ 128 and,
   // without act_order, a multiple of group.
   GptqSolved solve(const float* w, int64_t out, int group, bool symmetric, int block) const;
+  // What solve() accepts (throws g4c::Error otherwise): callers check before any long work.
+  static void check_solve_options(int group, int block, bool act_order);
 
  private:
   struct Impl;

@@ -81,15 +81,7 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
       auto& y = out(0);
       need_bf16(x);
       const int m = rows_of(in_id(0), sh);
-      if (device_observer_ && !capturing_) {
-        int rows = 0;
-        const void* xd = device_value_bf16(in_id(0), &rows);
-        device_observer_(index, xd, rows, x.cols);
-      } else if (observer_ && !capturing_) {
-        std::vector<float> host;
-        const int rows = read_value(in_id(0), &host);
-        observer_(index, host.data(), rows, x.cols);
-      }
+      observe_linear_input(in_id(0), x.cols, {&index, 1});
       const DevWeight* w = nullptr;
       cuda::Epilogue ep = cuda::Epilogue::Store;
       cuda::GemmOut o;
@@ -276,6 +268,21 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
 // sib_out_ and copies the column ranges of the members inside that call's step range to their
 // output values (a piece that ends inside the group neither writes nor observes the rest);
 // later members are done.
+// The Linear observers (GPTQ): the input of `steps` (Linears reading value xid) as device rows
+// to the device observer, else as host fp32 rows (read once) to the host observer.
+void CudaBackend::observe_linear_input(int xid, int cols, std::span<const int> steps) {
+  if (capturing_ || steps.empty()) return;
+  if (device_observer_) {
+    int rows = 0;
+    const void* xd = device_value_bf16(xid, &rows);
+    for (int k : steps) device_observer_(k, xd, rows, cols);
+  } else if (observer_) {
+    std::vector<float> host;
+    const int rows = read_value(xid, &host);
+    for (int k : steps) observer_(k, host.data(), rows, cols);
+  }
+}
+
 void CudaBackend::run_siblings(int index, int gi) {
   if (sib_done_ == gi) return;
   const SiblingGroup& g = siblings_[gi];
@@ -285,17 +292,10 @@ void CudaBackend::run_siblings(int index, int gi) {
   const int xid = st.inputs()->Get(0);
   auto& x = values_.at(xid);
   const int m = rows_of(xid, shape_);
-  if (device_observer_ && !capturing_) {
-    int rows = 0;
-    const void* xd = device_value_bf16(xid, &rows);
-    for (int k : g.steps)
-      if (k >= run_first_ && k < run_last_) device_observer_(k, xd, rows, x.cols);
-  } else if (observer_ && !capturing_) {
-    std::vector<float> host;
-    const int rows = read_value(xid, &host);
-    for (int k : g.steps)
-      if (k >= run_first_ && k < run_last_) observer_(k, host.data(), rows, x.cols);
-  }
+  std::vector<int> observed;  // the group's steps inside the range being run
+  for (int k : g.steps)
+    if (k >= run_first_ && k < run_last_) observed.push_back(k);
+  observe_linear_input(xid, x.cols, observed);
   cuda::GemmOut o;
   o.y = sib_out_;
   o.ldy = g.total;

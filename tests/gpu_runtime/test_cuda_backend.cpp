@@ -321,6 +321,16 @@ TEST(CudaBackend, WeightUpdateIsSeen) {
   EXPECT_EQ(mx_after, 0.0f);  // rms(h)·0 = 0 → logits exactly 0 (softcap(0) = 0)
 }
 
+// Prompts p0..p2, whole-prompt and one-token chunks: the two engines' logits bit for bit.
+void expect_bitwise_logits(runtime::Engine& a, runtime::Engine& b, const Golden& g, const std::string& what) {
+  for (const char* p : {"p0", "p1", "p2"})
+    for (int chunk : {0, 1}) {
+      auto la = a.logits(g.ids(p), chunk), lb = b.logits(g.ids(p), chunk);
+      ASSERT_EQ(la.size(), lb.size());
+      EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * 4), 0) << what << ", " << p << " chunk " << chunk;
+    }
+}
+
 // Values placed in one arena by lifetime (runtime/plan/value_arena.h) instead of one buffer
 // each: the same kernels on the same data at other addresses, so logits must be bitwise equal.
 TEST(CudaBackend, SharedValueArenaIsBitwiseEqual) {
@@ -332,12 +342,7 @@ TEST(CudaBackend, SharedValueArenaIsBitwiseEqual) {
   apart.share_values = 0;
   shared.share_values = 1;
   auto a = open_cuda(tiny_dir(), apart), b = open_cuda(tiny_dir(), shared);
-  for (const char* p : {"p0", "p1", "p2"})
-    for (int chunk : {0, 1}) {  // whole-prompt prefill, and token by token (decode-sized steps)
-      auto la = a->logits(g.ids(p), chunk), lb = b->logits(g.ids(p), chunk);
-      ASSERT_EQ(la.size(), lb.size());
-      EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * 4), 0) << p << " chunk " << chunk;
-    }
+  expect_bitwise_logits(*a, *b, g, "shared arena");
   // Batched greedy decoding (CUDA graphs per bucket): the same tokens.
   const auto reqs = g.requests(24);
   auto ra = a->generate(reqs), rb = b->generate(reqs);
@@ -409,12 +414,7 @@ TEST(CudaBackend, StreamedLayersAreBitwiseEqual) {
     runtime::CudaOptions streamed;
     streamed.stream_last_layers = n;
     auto b = open_cuda(tiny_dir(), streamed);
-    for (const char* p : {"p0", "p1", "p2"})
-      for (int chunk : {0, 1}) {
-        auto la = a->logits(g.ids(p), chunk), lb = b->logits(g.ids(p), chunk);
-        ASSERT_EQ(la.size(), lb.size());
-        EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * 4), 0) << n << " layers, " << p << " chunk " << chunk;
-      }
+    expect_bitwise_logits(*a, *b, g, std::to_string(n) + " layers");
     const auto reqs = g.requests(16);
     auto ra = a->generate(reqs), rb = b->generate(reqs);
     for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(ra[i].tokens, rb[i].tokens) << n << " layers, request " << i;
@@ -550,15 +550,7 @@ TEST(CudaBackend, StreamedLayersWithSiblingFusionAreBitwiseEqual) {
   runtime::CudaOptions streamed = resident;
   streamed.stream_last_layers = 6;
   auto a = open_cuda(tiny_dir(), resident), b = open_cuda(tiny_dir(), streamed);
-  auto same = [&](const char* when) {
-    for (const char* p : {"p0", "p1", "p2"})
-      for (int chunk : {0, 1}) {
-        auto la = a->logits(g.ids(p), chunk), lb = b->logits(g.ids(p), chunk);
-        ASSERT_EQ(la.size(), lb.size());
-        EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * 4), 0) << when << ", " << p << " chunk " << chunk;
-      }
-  };
-  same("as loaded");
+  expect_bitwise_logits(*a, *b, g, "as loaded");
   EXPECT_EQ(runtime::cuda_info(b->backend()).streamed_layers, 6);
   const char* name = "layers.11.self_attn.q_proj.weight";
   const int id = a->weights().find(name);
@@ -567,7 +559,7 @@ TEST(CudaBackend, StreamedLayersWithSiblingFusionAreBitwiseEqual) {
   for (size_t i = 0; i < w.size(); ++i) w[i] *= (i % 3 == 0 ? -0.75f : 1.25f);
   a->replace_weight(name, w);
   b->replace_weight(name, w);
-  same("after a q_proj update");
+  expect_bitwise_logits(*a, *b, g, "after a q_proj update");
 }
 
 // q/k/v (q/k on k_eq_v layers) as one GEMM over concatenated weights vs three GEMMs: the GEMM
