@@ -272,22 +272,31 @@ __global__ void __launch_bounds__(NW * 32, BPS)
 // ------------------------------------------------------------------ variants and plan
 struct Variant {
   DecodeVariantInfo info;
-  const void* k[2][2];  // [m > 8][group / 64 − 1]
+  const void* k[2][2][2];  // [m > 8][group / 64 − 1][asym]
 };
 
 template <int NW, int NST, int UPS, int TP, int BPS, bool FAST = false>
 Variant make_variant(int xcap_kb, const char* name) {
   const void* k1 = reinterpret_cast<const void*>(&w4_stream_kernel<1, NW, NST, UPS, TP, BPS, FAST>);
   const void* k2 = reinterpret_cast<const void*>(&w4_stream_kernel<2, NW, NST, UPS, TP, BPS, FAST>);
-  return Variant{DecodeVariantInfo{NW, BPS, NST, UPS, TP, xcap_kb, name}, {{k1, k1}, {k2, k2}}};
+  return Variant{DecodeVariantInfo{NW, BPS, NST, UPS, TP, xcap_kb, name}, {{{k1, k1}, {k1, k1}}, {{k2, k2}, {k2, k2}}}};
 }
 // Register-direct variant (gemm_decode_ldg.cu): stages = 0 (no ring), units_per_stage = chunks
 // per item.
 Variant ldg_variant(int i, int warps, int bps, int chunks, int xcap_kb, const char* name) {
-  Variant v{DecodeVariantInfo{warps, bps, 0, chunks, 1, xcap_kb, name}, {}};
+  Variant v{DecodeVariantInfo{warps, bps, 0, chunks, 1, xcap_kb, name, 1}, {}};
   const LdgKernels k = ldg_kernels(i);
   for (int a = 0; a < 2; ++a)
-    for (int b = 0; b < 2; ++b) v.k[a][b] = k.k[a][b];
+    for (int b = 0; b < 2; ++b) v.k[a][b][0] = v.k[a][b][1] = k.k[a][b];
+  return v;
+}
+// Lean register-direct variant (gemm_decode_lean.cu): units_per_stage = chunks in flight per lane.
+Variant lean_variant(int i, int warps, int bps, int chunks, int xcap_kb, const char* name) {
+  Variant v{DecodeVariantInfo{warps, bps, 0, chunks, 1, xcap_kb, name, 2}, {}};
+  const LeanKernels k = lean_kernels(i);
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 2; ++b)
+      for (int c = 0; c < 2; ++c) v.k[a][b][c] = k.k[a][b][c];
   return v;
 }
 
@@ -311,10 +320,15 @@ const Variant& variant(int v) {
       ldg_variant(1, 16, 1, 8, 96, "LDG: 16 warps, 1 blk/SM, 8-chunk items, rolling refill, x<=96K"),
       ldg_variant(2, 4, 4, 8, 40, "LDG: 4 warps, 4 blk/SM, 8-chunk items, rolling refill, x<=40K"),
       ldg_variant(3, 8, 1, 16, 96, "LDG: 8 warps, 1 blk/SM, 16-chunk items, rolling refill, x<=96K"),
+      // Lean register-direct (gemm_decode_lean.cu); configurations fixed there by index.
+      lean_variant(0, 16, 1, 8, 96, "LEAN: 16 warps, 1 blk/SM, 8 chunks in flight, x<=96K"),
+      lean_variant(1, 8, 1, 16, 96, "LEAN: 8 warps, 1 blk/SM, 16 chunks in flight, x<=96K"),
+      lean_variant(2, 8, 2, 8, 48, "LEAN: 8 warps, 2 blk/SM, 8 chunks in flight, x<=48K"),
+      lean_variant(3, 12, 1, 8, 96, "LEAN: 12 warps, 1 blk/SM, 8 chunks in flight, x<=96K"),
   };
   return kV[v];
 }
-constexpr int kNumVariants = 14;
+constexpr int kNumVariants = 18;
 
 struct Plan {
   DecArgs a;
@@ -323,6 +337,11 @@ struct Plan {
 };
 
 int smem_for(const DecodeVariantInfo& vi, const DecArgs& a) {
+  if (vi.family == 2) {  // x rows + zero row | Σx [gps][16] | tile sums of ≤ ceil(ntiles/br) + 1 tiles
+    const int mt = a.mrows > 8 ? 2 : 1;
+    const int br = std::max(1, a.br);
+    return (a.mrows + 1) * a.xrow + a.gps * 64 + (a.tsm ? ((a.ntiles + br - 1) / br + 1) * 4 * mt * 32 * 4 : 0);
+  }
   const int bars = (vi.warps * vi.stages * 8 + 127) / 128 * 128;
   const int ring = vi.warps * vi.stages * vi.units_per_stage * vi.tiles_per_unit * (a.cpg * 512 + 48);
   return bars + ring + a.mrows * a.xrow + a.mrows * a.gps * 4;
@@ -331,6 +350,7 @@ int smem_for(const DecodeVariantInfo& vi, const DecArgs& a) {
 Plan make_plan(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms, int xcap_override) {
   Plan p;
   DecArgs& a = p.a;
+  a.tsm = 0;
   a.cpg = w.group / 64;
   a.ngroups = w.kp / w.group;
   a.ntiles = (w.n + 15) / 16;
@@ -341,13 +361,17 @@ Plan make_plan(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms,
   for (int S = 1;; ++S) {
     a.gps = (a.ngroups + S - 1) / S;
     a.xrow = a.gps * w.group * 2 + 16;
-    const int xb = a.mrows * (a.xrow + a.gps * 4);
+    const int xb = (a.mrows + (vi.family == 2)) * (a.xrow + a.gps * 4);
     a.S = (a.ngroups + a.gps - 1) / a.gps;
-    a.br = 0;
+    a.br = std::max(1, std::max(1, sms * vi.blocks_per_sm) / a.S);
     if ((xb <= xcap && smem_for(vi, a) <= smem_max) || a.gps == 1) break;
   }
   const int blocks = std::max(1, sms * vi.blocks_per_sm);
   a.br = std::max(1, blocks / a.S);
+  if (vi.family == 2) {  // block-local tile sums if they fit beside the slice
+    a.tsm = 1;
+    if (smem_for(vi, a) > smem_max) a.tsm = 0;
+  }
   p.blocks = a.S * a.br;
   p.smem = smem_for(vi, a);
   return p;
@@ -355,17 +379,18 @@ Plan make_plan(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms,
 
 }  // namespace
 
-// Measured on the H200 (BENCHMARKS.md, g4c_gpu_decode_bench, 2026-12-02), 12B shapes, M = 1, 2,
-// 4, 8, 16, whole GPU (132 SMs) and a 16-SM green context, against all 14 variants and the
-// legacy kernel: the register-direct variant 11 (16 warps, 8-chunk items) is the fastest in 63
-// of 70 cases. The exceptions: k|v (2048 × 3840, the smallest weight) on 132 SMs, where v9 is
-// 3–17% faster, full o m = 16 (v8, 1.4%), and down at m = 16 on 16 SMs (v10, 19%).
+// Measured on the H200 (BENCHMARKS.md, g4c_gpu_decode_bench, 2026-12-02, third session), 12B
+// shapes, M = 1, 2, 4, 8, 16, whole GPU (132 SMs) and a 16-SM green context, all 18 variants and
+// the legacy kernel: the lean variant 14 (16 warps, 8 chunks in flight) is the fastest in 63 of
+// 70 cases and within 3% in the others except M = 16 on 132 SMs, where the 12-warp lean v17 is
+// 2–5% faster on every shape. (The rule before, register-direct v11 / v9 / v10, is 1.2–2.0×
+// slower.) Shapes whose unit count would overflow the lean kernels' 32-bit range split fall back
+// to v11.
 int w4a16_decode_choice(int m, const Int4Weight& w, int sms) {
   if (m < 1 || m > 16) return -1;
-  const double elems = double(w.n) * w.kp;
-  if (sms > 32 && elems <= 8.5e6) return 9;
-  if (sms <= 32 && m > 8 && w.kp >= 12288) return 10;
-  return 11;
+  const long units = long((w.n + 15) / 16) * std::max(1, w.kp / std::max(1, w.group));
+  if (units * std::max(1, 2 * sms) >= (long(1) << 31)) return 11;
+  return sms > 32 && m > 8 ? 17 : 14;
 }
 
 int w4a16_decode_num_variants() { return kNumVariants; }
@@ -388,10 +413,11 @@ cudaError_t w4a16_decode(const bf16* x, int m, int ldx, const Int4Weight& w, Epi
   const Plan p = make_plan(m, w, v.info, sms, tuning.xcap);
   if (w.group != 64 && w.group != 128) return cudaErrorInvalidValue;
   const int mi = m <= 8 ? 0 : 1, gi = w.group / 64 - 1;
-  const void* kern = v.k[mi][gi];
+  const int ai = w.zeros != nullptr;
+  const void* kern = v.k[mi][gi][ai];
   // Dynamic shared memory limit: raised once per kernel to the maximum (process-wide).
-  static bool raised[kNumVariants][2][2] = {};
-  bool& r = raised[vi][mi][gi];
+  static bool raised[kNumVariants][2][2][2] = {};
+  bool& r = raised[vi][mi][gi][ai];
   if (!r) {
     const cudaError_t err = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                  227 * 1024 / v.info.blocks_per_sm - 1024);
@@ -404,6 +430,9 @@ cudaError_t w4a16_decode(const bf16* x, int m, int ldx, const Int4Weight& w, Epi
   int* counters = reinterpret_cast<int*>(static_cast<unsigned char*>(workspace) +
                                          (ntiles * 16 * 16 * 4 + 255) / 256 * 256);
   DecArgs a = p.a;
+  if (tuning.no_block_sums) a.tsm = 0;
+  // The lean kernels split a split's units with 32-bit products (units · blocks < 2^31).
+  if (v.info.family == 2 && long(a.ntiles) * a.gps * std::max(a.br, 1) >= (long(1) << 31)) return cudaErrorInvalidValue;
   Int4Weight wv = w;
   void* args[] = {static_cast<void*>(&x), static_cast<void*>(&ldx), static_cast<void*>(&wv),
                   static_cast<void*>(&e), static_cast<void*>(&a), static_cast<void*>(&ws),

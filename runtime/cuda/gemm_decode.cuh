@@ -28,6 +28,8 @@ struct DecodeVariantInfo {
   int tiles_per_unit;  // 16-row tiles per unit (2: one activation fragment load feeds two tiles)
   int xcap_kb;         // activation slice budget per block (KB); more → fewer k splits
   const char* name;
+  int family = 0;      // 0: bulk-copy ring (gemm_decode.cu), 1: register-direct (gemm_decode_ldg.cu), 2: lean
+                       // register-direct (gemm_decode_lean.cu)
 };
 int w4a16_decode_num_variants();
 DecodeVariantInfo w4a16_decode_variant_info(int v);
@@ -46,6 +48,9 @@ struct DecodeTuning {
   // first weights, then waits (griddepcontrol.wait) for that kernel to finish before it reads x,
   // Σx or the workspace or writes y. Only for weights nothing in flight writes (not streamed).
   bool pdl = false;
+  // Lean family only (tests): every tile through the fp32 workspace, as when the block-local tile
+  // sums do not fit in shared memory.
+  bool no_block_sums = false;
 };
 
 // y = epilogue(x·Wᵀ) for 1 ≤ m ≤ 16; arguments as w4a16_gemm. Returns the launch error, or

@@ -52,6 +52,8 @@ struct DecArgs {
   int ntiles;
   int mrows;  // min(m, 16)
   int xrow;   // bytes per activation row in smem (gps·G·2 + 16)
+  int tsm;    // lean family: 1 = tiles inside a block are summed in shared memory, 0 = all tiles
+              // through the workspace (their shared memory would not fit)
 };
 
 // Activation slice k ∈ [k0, k0+klen) of rows < mrows → smem, in the lane order of the mma B
@@ -239,5 +241,10 @@ struct LdgKernels {
   const void* k[2][2];
 };
 LdgKernels ldg_kernels(int i);
+// Lean register-direct family (gemm_decode_lean.cu): [m > 8][group / 64 − 1][asym].
+struct LeanKernels {
+  const void* k[2][2][2];
+};
+LeanKernels lean_kernels(int i);
 
 }  // namespace g4c::cuda::detail

@@ -34,10 +34,12 @@ t "g4c run (compiled plan), defaults"
 timeout 90 $G run --model $W/12b-int4 --input $C/perf_public_ids.jsonl --device cuda --budget 9984MiB --ignore-eos \
   --output $O/run_out.jsonl --summary $O/run_summary.json > $O/run.log 2>&1; echo "rc=$?"
 python3 -c "import json; r=json.load(open('$O/run_summary.json')); print({k: r.get(k) for k in ('elapsed_s', 'peak_device_bytes', 'weight_streaming')})"
+if [ -z "${SKIP_LARGE:-}" ]; then
 t "performance_large, full H200"
 OUT=$O DATASETS=large bash .devpack-bench/bench_vs_hf.sh synth 2>&1 | grep -E "rc=|written" | tail -3
 OUT=$O DATASETS=large BATCH=16 REPEAT=1 G4C_T=$((560 - SECONDS)) bash .devpack-bench/bench_vs_hf.sh g4c 2>&1 | \
   grep -E "rc=|median|error" | head -6
+fi
 if [ -n "${EMU_GPTQ:-}" ]; then  # GPTQ inside the emulated slice, 16 samples, in what time is left
   t "gptq 12B bf16 --emulate 1g.10gb (16 samples)"
   [ -f $W/12b-bf16/config.json ] || timeout 60 $G synth --preset gemma4-12b --dtype bf16 --seed 0 -o $W/12b-bf16 --no-progress > /dev/null 2>&1

@@ -9,7 +9,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 B=${1:-$ROOT/build-cudart}
 P=$ROOT/.devpack-cudart
 SHARED=${G4C_SHARED_DIR:-$ROOT/../shared}
-BINS="g4c_gpu_runtime_test g4c_cudart_bench g4c_gpu_kernels_test g4c_gpu_decode_bench g4c_gpu_kernels_bench"
+BINS="g4c_gpu_runtime_test g4c_cudart_bench g4c_gpu_kernels_test g4c_gpu_decode_bench g4c_gpu_kernels_bench g4c_gpu_stream_bench"
 cmake --build "$B" -j2 --target $BINS
 mkdir -p "$P/shared/golden/gemma4-tiny"
 grep -qx '/.devpack-cudart/' "$ROOT/.git/info/exclude" || echo '/.devpack-cudart/' >> "$ROOT/.git/info/exclude"

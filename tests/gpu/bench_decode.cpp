@@ -96,6 +96,9 @@ int main(int argc, char** argv) {
     CK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
   const int sms = gemm_stream_sms(g_stream);
   const char* only_shape = std::getenv("G4C_BENCH_SHAPE");
+  // G4C_BENCH_PDL=1: variants launched by programmatic dependent launch (register-direct
+  // families; each launch of the graph may then start while the one before it finishes).
+  const bool pdl = std::getenv("G4C_BENCH_PDL") && std::string(std::getenv("G4C_BENCH_PDL")) == "1";
 
   // Copy ceiling in this context (1 GiB, read + write).
   double copy_gbs = 0;
@@ -111,8 +114,8 @@ int main(int argc, char** argv) {
     CK(cudaFree(b));
   }
   const int nv = w4a16_decode_num_variants();
-  std::printf("== W4A16 decode GEMM, INT4 sym g128, %d SMs%s; copy ceiling %.0f GB/s (read+write, 1 GiB)\n", sms,
-              green ? " (green context)" : "", copy_gbs);
+  std::printf("== W4A16 decode GEMM, INT4 sym g128, %d SMs%s%s; copy ceiling %.0f GB/s (read+write, 1 GiB)\n", sms,
+              green ? " (green context)" : "", pdl ? ", variants by programmatic dependent launch" : "", copy_gbs);
   for (int v = 0; v < nv; ++v) std::printf("   v%d: %s\n", v, w4a16_decode_variant_info(v).name);
   std::printf("   legacy: split-K ticket kernel of gemm.cu; dflt: w4a16_gemm's dispatch; GB/s and %%copy of the best\n");
   std::printf("%-22s %3s %8s %8s", "shape", "M", "legacy", "dflt");
@@ -168,6 +171,16 @@ int main(int argc, char** argv) {
     o.ldy = s.n;
     const Epilogue ep = s.gate_up ? Epilogue::GeluMul : Epilogue::Store;
     const int calls = std::max(copies, 20);
+    // G4C_BENCH_NCU="v,m": three eager launches of variant v at m (for `ncu --launch-skip 2`), no timing.
+    if (const char* ncu = std::getenv("G4C_BENCH_NCU")) {
+      DecodeTuning t;
+      int m = 1;
+      if (std::sscanf(ncu, "%d,%d", &t.variant, &m) != 2) return 2;
+      for (int i = 0; i < 3; ++i) CK(w4a16_decode(x, m, s.k, ws[i % copies], ep, o, wsp, wsb, t, g_stream));
+      CK(cudaStreamSynchronize(g_stream));
+      std::printf("ncu mode: %s variant %d m %d launched 3 times\n", s.name, t.variant, m);
+      return 0;
+    }
     const size_t half = (wbytes / 2 + 15) & ~size_t(15);
     const int ncopy = int(pool_bytes / (2 * half));
     const double tcopy = time_graph([&](int i) {
@@ -184,6 +197,7 @@ int main(int argc, char** argv) {
       for (int v = 0; v < nv; ++v) {
         DecodeTuning t;
         t.variant = v;
+        t.pdl = pdl;
         tv[v] = time_graph([&](int i) {
           CK(w4a16_decode(x, m, s.k, ws[i % copies], ep, o, wsp, wsb, t, g_stream));
         }, calls);

@@ -112,8 +112,9 @@ void run_case(const Case& c) {
   DevBuf<uint8_t> wsbuf(wsb);
   G4C_CUDA_OK(cudaMemset(wsbuf.p, 0, wsb));
   // Grid tunings: the stream's SMs; 3 SMs (many units, tile changes and partial tiles per
-  // warp); 2 SMs with a 4 KB activation budget (k cut into many splits).
-  const cuda::DecodeTuning tunings[] = {{-1, 0, 0}, {-1, 3, 0}, {-1, 2, 4096}};
+  // warp); 2 SMs with a 4 KB activation budget (k cut into many splits); 3 SMs with every tile
+  // through the workspace (lean family: what it does when its block-local sums do not fit).
+  const cuda::DecodeTuning tunings[] = {{-1, 0, 0}, {-1, 3, 0}, {-1, 2, 4096}, {-1, 3, 0, false, true}};
   for (int v = 0; v < cuda::w4a16_decode_num_variants(); ++v) {
     for (cuda::DecodeTuning tu : tunings) {
       tu.variant = v;
@@ -216,17 +217,16 @@ TEST(GpuW4Decode, DispatchChoice) {
         EXPECT_TRUE(v == -1 || (v >= 0 && v < cuda::w4a16_decode_num_variants())) << m << " " << sms;
         if (sms == 16) EXPECT_GE(v, 0) << m;
       }
-  // The measured rule (gemm_decode.cu, 2026-12-02): register-direct v11 except k|v on the whole
-  // GPU (v9) and long-k m > 8 on 16 SMs (v10).
-  EXPECT_EQ(cuda::w4a16_decode_choice(1, q, 132), 11);
-  cuda::Int4Weight kv = q;
-  kv.n = 2048;
-  EXPECT_EQ(cuda::w4a16_decode_choice(4, kv, 132), 9);
-  EXPECT_EQ(cuda::w4a16_decode_choice(4, kv, 16), 11);
+  // The measured rule (gemm_decode.cu, 2026-12-02, third session): lean v14, except m > 8 on the
+  // whole GPU (lean v17).
+  EXPECT_EQ(cuda::w4a16_decode_choice(1, q, 132), 14);
+  EXPECT_EQ(cuda::w4a16_decode_choice(8, gu, 132), 14);
+  EXPECT_EQ(cuda::w4a16_decode_choice(9, q, 132), 17);
+  EXPECT_EQ(cuda::w4a16_decode_choice(16, gu, 16), 14);
   cuda::Int4Weight down = q;
   down.n = 3840; down.k = down.kp = 15360;
-  EXPECT_EQ(cuda::w4a16_decode_choice(16, down, 16), 10);
-  EXPECT_EQ(cuda::w4a16_decode_choice(8, down, 16), 11);
+  EXPECT_EQ(cuda::w4a16_decode_choice(16, down, 132), 17);
+  EXPECT_EQ(cuda::w4a16_decode_choice(8, down, 16), 14);
   EXPECT_EQ(cuda::w4a16_decode_choice(17, q, 16), -1);
 }
 

@@ -1,0 +1,368 @@
+// W4A16 decode GEMM, m ≤ 16: the lean register-direct family (variants listed in
+// gemm_decode.cu; API in gemm_decode.cuh).
+//
+// Why: ncu of the register-direct kernel v11 (gemm_decode_ldg.cu) on the 12B gate+up shape
+// (M = 1, 132 SMs, 2026-12-02): 15.3 M warp instructions for 115,200 chunks of 512 bytes = 133
+// per chunk, 0.52 issued per cycle and scheduler (3.9 warps, 0.98 eligible), DRAM 37.6%. The math
+// of a chunk needs ~45 (1 load, 2 shared loads, 28 ALU nibble → bf16, 4 mma, a share of the group
+// fix-up); the rest was per-chunk bookkeeping: item boundaries that need not align with tiles
+// (`c < nc` tests, divisions per item), predicated activation loads for rows ≥ m, runtime
+// zero-point handling. Here everything that is not math is per group or per tile:
+//  - work is whole groups: a split's (tile, group) units, tile-major, one contiguous range per
+//    block and, inside it, per warp; two cursors (the one loading D chunks ahead, the one
+//    computing) step by pointer increments, no division after the prologue;
+//  - the activation slice has one extra zero row and Σx is stored [group][16 tokens] with zeros
+//    past m, so lanes of absent rows read zeros with no test;
+//  - asymmetric zero points are a template parameter;
+//  - tiles that lie inside one block are summed in shared memory (red.shared) and get their
+//    epilogue after one barrier; only the ≤ 2 tiles a block shares with its neighbours (and every
+//    tile when k is split) go through the fp32 workspace and tile counters.
+// Numerics and accumulation order are the register-direct kernel's: A = exact bf16 (128 + code),
+// two mma chains (even / odd k16 steps) per group, T = chain0 + chain1, acc += s·(T − (128+z)·Σx).
+// The sums of a tile split between warps are added in a different order (fp32, within a bound
+// that the tests state).
+#include "runtime/cuda/common.cuh"
+#include "runtime/cuda/gemm_decode_common.cuh"
+#include "runtime/cuda/gemm_epilogue.cuh"
+
+namespace g4c::cuda::detail {
+namespace {
+
+__device__ __forceinline__ uint4 ldg_ef(const uint4* p, uint64_t pol) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p), "l"(pol));
+  return v;
+}
+__device__ __forceinline__ void mma_zero_c(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  const float z = 0.f;
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%10,%10,%10,%10};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(z));
+}
+__device__ __forceinline__ void red_shared_add(uint32_t p, float v) {
+  asm volatile("red.shared.add.f32 [%0], %1;\n" ::"r"(p), "f"(v) : "memory");
+}
+__device__ __forceinline__ uint4 lds128_at(uint32_t p) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(p));
+  return v;
+}
+__device__ __forceinline__ float2 lds64f_at(uint32_t p) {
+  float2 v;
+  asm volatile("ld.shared.v2.f32 {%0,%1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(p));
+  return v;
+}
+
+// (a & 0x000F000F) | bias as one LOP3 (written as two C++ operations, the compiler emits two:
+// a LOP3 takes one 32-bit immediate, and it does not move the second constant to a register).
+__device__ __forceinline__ uint32_t nib_bf16(uint32_t a, uint32_t bias) {
+  uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(d) : "r"(a), "n"(0x000F000F), "r"(bias));
+  return d;
+}
+
+// One 64-chunk: exact bf16 128+code times the activation fragments into two chains (even / odd
+// k16 steps); FIRST: the chunk that starts a group (chains start from zero).
+template <int MT, bool FIRST>
+__device__ __forceinline__ void lean_chunk(const uint4& cw, const uint4 (&xb)[MT][2], float (&tg)[2][MT][4],
+                                           uint32_t bias) {
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks) {
+    const uint32_t word = ks == 0 ? cw.x : ks == 1 ? cw.y : ks == 2 ? cw.z : cw.w;
+    uint32_t af[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) af[q] = nib_bf16(word >> (4 * q), bias);
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      const uint32_t b0 = ks == 0 ? xb[mt][0].x : ks == 1 ? xb[mt][0].z : ks == 2 ? xb[mt][1].x : xb[mt][1].z;
+      const uint32_t b1 = ks == 0 ? xb[mt][0].y : ks == 1 ? xb[mt][0].w : ks == 2 ? xb[mt][1].y : xb[mt][1].w;
+      if (FIRST && ks < 2)
+        mma_zero_c(tg[ks & 1][mt], af, b0, b1);
+      else
+        mma_bf16_nv(tg[ks & 1][mt], af, b0, b1);
+    }
+  }
+}
+
+// Activation slice for this family, in load_x_slice's fragment order: rows < mrows, row mrows
+// zero, Σx [group][16 tokens] with zeros for tokens ≥ mrows; the block's tile sums zero. Loads in
+// batches (independent loads in flight), no per-element index division (the prologue is a large share
+// of a small GEMM's instructions).
+template <int NT>
+__device__ __forceinline__ void lean_fill(const bf16* __restrict__ x, int ldx, int kvalid, int k0, int klen,
+                                          const DecArgs& a, int group, unsigned char* xs, float* xsum,
+                                          float* tacc, int tacc_floats) {
+  uint4* zr = reinterpret_cast<uint4*>(xs + a.mrows * a.xrow);
+  for (int i = threadIdx.x; i < a.xrow / 16; i += NT) zr[i] = make_uint4(0, 0, 0, 0);
+  for (int i = threadIdx.x; i < a.gps * 16; i += NT)
+    if ((i & 15) >= a.mrows) xsum[i] = 0.f;
+  for (int i = threadIdx.x; i < tacc_floats; i += NT) tacc[i] = 0.f;
+  // Items (row r, block of NT pieces), RB loads in flight per thread: a long k (down: 1920
+  // pieces per row) or many rows take ⌈rows · blocks / RB⌉ L2 round trips, not one per item.
+  constexpr int RB = 8;
+  const int per_row = klen / 8;  // 16-byte pieces per row; a multiple of group / 8
+  const int gt = group / 8;      // pieces per group: 8 or 16 consecutive threads
+  const int ncb = (per_row + NT - 1) / NT;
+  const int items = a.mrows * ncb;
+  for (int i0 = 0; i0 < items; i0 += RB) {
+    const int r0 = i0 / ncb, b0 = i0 - r0 * ncb;  // first item's (row, block); then stepped
+    uint4 v[RB];
+    {
+      int r = r0, b = b0;
+#pragma unroll
+      for (int i = 0; i < RB; ++i) {
+        v[i] = make_uint4(0, 0, 0, 0);
+        const int c = b * NT + threadIdx.x;
+        if (i0 + i < items && c < per_row && k0 + c * 8 < kvalid)
+          v[i] = __ldg(reinterpret_cast<const uint4*>(x + long(r) * ldx + k0 + c * 8));
+        if (++b == ncb) b = 0, ++r;
+      }
+    }
+    int r = r0, b = b0;
+#pragma unroll
+    for (int i = 0; i < RB; ++i, (++b == ncb ? (b = 0, ++r) : 0)) {
+      if (i0 + i >= items) break;  // uniform
+      const int c = b * NT + threadIdx.x;
+      const int kk = c * 8, cl = kk >> 6, ks = (kk >> 4) & 3, h = (kk >> 3) & 1;
+      const uint32_t wv[4] = {v[i].x, v[i].y, v[i].z, v[i].w};
+      float sum = 0.f;
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        if (c < per_row) *reinterpret_cast<uint32_t*>(xs + r * a.xrow + cl * 128 + t * 32 + (ks * 2 + h) * 4) = wv[t];
+        const float2 f = __bfloat1622float2(*reinterpret_cast<const bf162*>(&wv[t]));
+        sum += f.x + f.y;
+      }
+      // Same order as load_x_slice (offsets gt/2 … 1), so Σx is the other kernels' value.
+      if (gt == 16) sum += __shfl_xor_sync(0xffffffffu, sum, 8);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 4);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      if (c < per_row && (c & (gt - 1)) == 0) xsum[(group == 128 ? kk >> 7 : kk >> 6) * 16 + r] = sum;
+    }
+  }
+}
+
+// A tile's partial sums → the fp32 workspace (or straight to the epilogue when `done` covers all
+// of k); out of line, so the unrolled main loop carries one call per unit instead of the flush.
+template <int MT>
+struct TileSums {
+  float v[MT][4];
+};
+template <int MT>
+__device__ __noinline__ void lean_flush_global(DecArgs a, EpiArgs e, float* ws, int* counters, int tile, int done,
+                                               int lane, TileSums<MT> s) {
+  decode_flush_tile<MT>(a, e, ws, counters, tile, done, lane, s.v);
+}
+
+// Loading cursor: unit (tile, group gl of the split) → its first chunk, scale pair and zeros.
+struct Cursor {
+  const uint4* q;
+  const uint32_t* s;
+  const uint16_t* z;
+  int gl;
+};
+
+template <int MT, int NW, int BPS, int D, int CPG, bool ASYM>
+__global__ void __launch_bounds__(NW * 32, BPS)
+    w4_lean_kernel(const bf16* __restrict__ x, int ldx, Int4Weight w, EpiArgs e, DecArgs a,
+                   float* __restrict__ ws, int* __restrict__ counters) {
+  static_assert(D % CPG == 0, "whole groups in flight");
+  constexpr int UPI = D / CPG;  // units (groups) in flight per lane
+  extern __shared__ __align__(128) unsigned char smem[];
+  unsigned char* xs = smem;
+  float* xsum = reinterpret_cast<float*>(xs + (a.mrows + 1) * a.xrow);
+  float* tacc = xsum + a.gps * 16;  // [block tile][4·MT][32 lanes]
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const SplitPos sp = decode_split_pos(a);
+  const int gs = sp.gs;
+  // 32-bit unsigned arithmetic (the plan checks U·br < 2^31): 64-bit divisions cost ~100
+  // instructions each here.
+  const unsigned U = unsigned(a.ntiles) * unsigned(gs), br = unsigned(a.br);
+  const int ub0 = int(U * unsigned(sp.rb) / br), ub1 = int(U * unsigned(sp.rb + 1) / br);
+  const unsigned nb = unsigned(ub1 - ub0);
+  const int wa = ub0 + int(nb * unsigned(warp) / NW), wb = ub0 + int(nb * unsigned(warp + 1) / NW);
+  const int tf0 = (ub0 + gs - 1) / gs, tf1 = a.tsm ? ub1 / gs : tf0;  // tiles summed in this block
+  const int ntf = max(0, tf1 - tf0);
+  const int kc_n = w.kp / 64;
+  const uint64_t pol = evict_first_policy();
+  const long qjump = long(kc_n - gs * CPG) * 32;  // uint4 from past a split's last chunk to the next tile's
+  const long sjump = long(a.ngroups - gs) * 8;
+
+  Cursor L;
+  {
+    const int tile = wa / gs;
+    L.gl = wa - tile * gs;
+    const long gi = long(tile) * a.ngroups + sp.g0 + L.gl;
+    L.q = static_cast<const uint4*>(w.qweight) + (long(tile) * kc_n + (sp.g0 + L.gl) * CPG) * 32 + lane;
+    L.s = reinterpret_cast<const uint32_t*>(w.scales) + gi * 8 + g;
+    L.z = ASYM ? reinterpret_cast<const uint16_t*>(w.zeros) + gi * 8 + g : nullptr;
+  }
+  auto advance = [&](Cursor& c) {
+    c.q += CPG * 32;
+    c.s += 8;
+    if (ASYM) c.z += 8;
+    if (++c.gl == gs) {
+      c.gl = 0;
+      c.q += qjump;
+      c.s += sjump;
+      if (ASYM) c.z += sjump;
+    }
+  };
+  uint4 r[D];
+  uint32_t sr[UPI], zr[UPI];
+#pragma unroll
+  for (int j = 0; j < UPI; ++j) {
+    if (wa + j < wb) {
+#pragma unroll
+      for (int cc = 0; cc < CPG; ++cc) r[j * CPG + cc] = ldg_ef(L.q + cc * 32, pol);
+      sr[j] = __ldg(L.s);
+      zr[j] = ASYM ? uint32_t(__ldg(L.z)) : 0x0808u;
+      advance(L);
+    }
+  }
+  // Launched programmatically (DecodeTuning::pdl), this kernel may run before the kernel that
+  // writes x has finished; only weights were read so far. Kernels after this one may start now:
+  // they read nothing it writes before their own wait, which returns when this grid is done.
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  lean_fill<NW * 32>(x, ldx, w.k, sp.g0 * w.group, gs * w.group, a, w.group, xs, xsum, tacc, ntf * 4 * MT * 32);
+  __syncthreads();
+
+  // The lane's activation rows (absent rows → the zero row) and Σx entries.
+  uint32_t xrp[MT];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    const int row = mt * 8 + g;
+    xrp[mt] = smem_u32(xs) + (row < a.mrows ? row : a.mrows) * a.xrow + t * 32;
+  }
+  const uint32_t xsp = smem_u32(xsum) + 8 * t, tap = smem_u32(tacc) + 4 * lane;
+
+  float acc[MT][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.f;
+  int tile = wa / gs, gl = wa - tile * gs, done = 0;
+  auto flush = [&]() {
+    if (tile >= tf0 && tile < tf1) {
+      const uint32_t p = tap + (tile - tf0) * (4 * MT * 32 * 4);
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) red_shared_add(p + (mt * 4 + q) * 128, acc[mt][q]);
+    } else {
+      TileSums<MT> ts;
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) ts.v[mt][q] = acc[mt][q];
+      lean_flush_global<MT>(a, e, ws, counters, tile, done, lane, ts);
+    }
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.f;
+  };
+
+  const uint32_t bias = 0x43004300u;  // bf16 128 in both halves
+  // Unit j of the registers (group gl of tile `tile`); `refill`: then request unit + UPI into them.
+  auto unit = [&](const int j, const bool refill) {
+    float tg[2][MT][4];
+#pragma unroll
+    for (int cc = 0; cc < CPG; ++cc) {
+      uint4 xb[MT][2];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        const uint32_t xp = xrp[mt] + (gl * CPG + cc) * 128;
+        xb[mt][0] = lds128_at(xp);
+        xb[mt][1] = lds128_at(xp + 16);
+      }
+      // Refill after the chunk is consumed: the load reuses its registers, no copy.
+      if (cc == 0)
+        lean_chunk<MT, true>(r[j * CPG + cc], xb, tg, bias);
+      else
+        lean_chunk<MT, false>(r[j * CPG + cc], xb, tg, bias);
+      if (refill) r[j * CPG + cc] = ldg_ef(L.q + cc * 32, pol);
+    }
+    const uint32_t sw = sr[j], zw = zr[j];
+    if (refill) {
+      sr[j] = __ldg(L.s);
+      if (ASYM) zr[j] = uint32_t(__ldg(L.z));
+      advance(L);
+    }
+    float T[MT][4], xv[MT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      const float2 v = lds64f_at(xsp + (gl * 16 + mt * 8) * 4);
+      xv[mt][0] = v.x;
+      xv[mt][1] = v.y;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) T[mt][q] = tg[0][mt][q] + tg[1][mt][q];
+    }
+    decode_group_fix<MT>(acc, T, sw, zw, xv);
+    ++done;
+    if (++gl == gs) {
+      flush();
+      ++tile;
+      gl = 0;
+      done = 0;
+    }
+  };
+
+  // Whole iterations that refill every unit (no bounds tests), then the last < 2·UPI units.
+  int base = wa;
+#pragma unroll 1
+  for (; base + 2 * UPI <= wb; base += UPI) {
+#pragma unroll
+    for (int j = 0; j < UPI; ++j) unit(j, true);
+  }
+#pragma unroll 1
+  for (; base < wb; base += UPI) {
+#pragma unroll
+    for (int j = 0; j < UPI; ++j)
+      if (base + j < wb) unit(j, base + j + UPI < wb);
+  }
+  if (done > 0) flush();
+  __syncthreads();
+  // Tiles inside the block: sums complete (S = 1: epilogue) or this split's share (workspace).
+  for (int tt = warp; tt < ntf; tt += NW) {
+    float v[MT][4];
+    const float* p = tacc + tt * (4 * MT * 32) + lane;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) v[mt][q] = p[(mt * 4 + q) * 32];
+    decode_flush_tile<MT>(a, e, ws, counters, tf0 + tt, gs, lane, v);
+  }
+}
+
+template <int NW, int BPS, int D>
+void fill(const void* (&k)[2][2][2]) {
+  k[0][0][0] = reinterpret_cast<const void*>(&w4_lean_kernel<1, NW, BPS, D, 1, false>);
+  k[0][0][1] = reinterpret_cast<const void*>(&w4_lean_kernel<1, NW, BPS, D, 1, true>);
+  k[0][1][0] = reinterpret_cast<const void*>(&w4_lean_kernel<1, NW, BPS, D, 2, false>);
+  k[0][1][1] = reinterpret_cast<const void*>(&w4_lean_kernel<1, NW, BPS, D, 2, true>);
+  k[1][0][0] = reinterpret_cast<const void*>(&w4_lean_kernel<2, NW, BPS, D, 1, false>);
+  k[1][0][1] = reinterpret_cast<const void*>(&w4_lean_kernel<2, NW, BPS, D, 1, true>);
+  k[1][1][0] = reinterpret_cast<const void*>(&w4_lean_kernel<2, NW, BPS, D, 2, false>);
+  k[1][1][1] = reinterpret_cast<const void*>(&w4_lean_kernel<2, NW, BPS, D, 2, true>);
+}
+
+}  // namespace
+
+// Kernels of lean variant `i` ([m > 8][group / 64 − 1][asym]); configurations as listed in the
+// variant table of gemm_decode.cu.
+LeanKernels lean_kernels(int i) {
+  LeanKernels r{};
+  switch (i) {
+    case 0: fill<16, 1, 8>(r.k); break;
+    case 1: fill<8, 1, 16>(r.k); break;
+    case 2: fill<8, 2, 8>(r.k); break;
+    case 3: fill<12, 1, 8>(r.k); break;
+    default: break;
+  }
+  return r;
+}
+
+}  // namespace g4c::cuda::detail
