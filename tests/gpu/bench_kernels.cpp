@@ -311,11 +311,16 @@ void bench_attention() {
   std::printf("\n== Attention (bf16 rate ceiling %.0f TFLOP/s, copy %.0f GB/s)\n", g_blas_tflops, g_copy_gbs);
   std::printf("%-34s %6s %10s %10s %8s\n", "case", "ctx", "us", "rate", "%ceil");
   const AttnSetup layers[] = {{16, 8, 256, 1024}, {16, 1, 512, 0}};
+  // G4C_BENCH_ATTN="B,ctx,d": only that decode case, no split sweep (for ncu --launch-skip).
+  int only_b = 0, only_ctx = 0, only_d = 0;
+  if (const char* f = std::getenv("G4C_BENCH_ATTN")) std::sscanf(f, "%d,%d,%d", &only_b, &only_ctx, &only_d);
   for (const AttnSetup& L : layers) {
+    if (only_d && L.d != only_d) continue;
     const long row = long(L.hkv) * L.d;
     for (int ctxlen : {512, 2048, 8192}) {
+      if (only_ctx && ctxlen != only_ctx) continue;
       // ---- prefill: one request, queries 0..ctxlen-1 (ctx 0).
-      {
+      if (!only_b) {
         const int T = ctxlen;
         const int slots = T + 64;
         bf16 *q, *o, *k, *v;
@@ -350,6 +355,7 @@ void bench_attention() {
       }
       // ---- decode: B requests of context ctxlen, one query each; paged, rotating pools.
       for (int B : {1, 5, 16}) {
+        if (only_b && B != only_b) continue;
         const int bs = 64;
         const int blocks_per = (ctxlen + 1 + bs - 1) / bs;
         const size_t per_copy = size_t(B) * blocks_per * bs * row * 2 * 2;
@@ -393,6 +399,7 @@ void bench_attention() {
         int best_s = splits;
         double best_ms = ms;
         for (int sp : {1, 2, 4, 8, 12, 16, 24, 32, 48, 64}) {
+          if (only_b) break;
           const double t = time_splits(sp);
           if (t < best_ms) best_ms = t, best_s = sp;
         }
