@@ -382,15 +382,15 @@ Plan make_plan(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms,
 // Measured on the H200 (BENCHMARKS.md, g4c_gpu_decode_bench, 2026-12-02, third session), 12B
 // shapes, M = 1, 2, 4, 8, 16, whole GPU (132 SMs) and a 16-SM green context, all 18 variants and
 // the legacy kernel: the lean variant 14 (16 warps, 8 chunks in flight) is the fastest in 63 of
-// 70 cases and within 3% in the others except M = 16 on 132 SMs, where the 12-warp lean v17 is
-// 2–5% faster on every shape. (The rule before, register-direct v11 / v9 / v10, is 1.2–2.0×
-// slower.) Shapes whose unit count would overflow the lean kernels' 32-bit range split fall back
-// to v11.
+// 70 cases and within 3% in the others except m > 8 on 132 SMs, where the 12-warp lean v17 is
+// 2–5% faster on every shape but gate+up (v14 4–5% faster there; three runs agree). (The rule
+// before, register-direct v11 / v9 / v10, is 1.1–2.0× slower.) Shapes whose unit count would
+// overflow the lean kernels' 32-bit range split fall back to v11.
 int w4a16_decode_choice(int m, const Int4Weight& w, int sms) {
   if (m < 1 || m > 16) return -1;
   const long units = long((w.n + 15) / 16) * std::max(1, w.kp / std::max(1, w.group));
   if (units * std::max(1, 2 * sms) >= (long(1) << 31)) return 11;
-  return sms > 32 && m > 8 ? 17 : 14;
+  return sms > 32 && m > 8 && double(w.n) * w.kp < 1e8 ? 17 : 14;
 }
 
 int w4a16_decode_num_variants() { return kNumVariants; }

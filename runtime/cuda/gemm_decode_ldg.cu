@@ -22,14 +22,6 @@
 namespace g4c::cuda::detail {
 namespace {
 
-__device__ __forceinline__ uint4 ldg_stream(const uint4* p, uint64_t pol) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p), "l"(pol));
-  return v;
-}
-
 // One item's operands in registers: CH chunks of INT4 fragments, and per group (CH/CPG) the
 // lane's two scales (rows g, g+8) and its two zero codes (16 bits per group, two groups a word).
 template <int CH, int CPG>

@@ -28,13 +28,6 @@
 namespace g4c::cuda::detail {
 namespace {
 
-__device__ __forceinline__ uint4 ldg_ef(const uint4* p, uint64_t pol) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p), "l"(pol));
-  return v;
-}
 __device__ __forceinline__ void mma_zero_c(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   const float z = 0.f;
   asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -219,7 +212,7 @@ __global__ void __launch_bounds__(NW * 32, BPS)
   for (int j = 0; j < UPI; ++j) {
     if (wa + j < wb) {
 #pragma unroll
-      for (int cc = 0; cc < CPG; ++cc) r[j * CPG + cc] = ldg_ef(L.q + cc * 32, pol);
+      for (int cc = 0; cc < CPG; ++cc) r[j * CPG + cc] = ldg_stream(L.q + cc * 32, pol);
       sr[j] = __ldg(L.s);
       zr[j] = ASYM ? uint32_t(__ldg(L.z)) : 0x0808u;
       advance(L);
@@ -283,7 +276,7 @@ __global__ void __launch_bounds__(NW * 32, BPS)
         lean_chunk<MT, true>(r[j * CPG + cc], xb, tg, bias);
       else
         lean_chunk<MT, false>(r[j * CPG + cc], xb, tg, bias);
-      if (refill) r[j * CPG + cc] = ldg_ef(L.q + cc * 32, pol);
+      if (refill) r[j * CPG + cc] = ldg_stream(L.q + cc * 32, pol);
     }
     const uint32_t sw = sr[j], zw = zr[j];
     if (refill) {

@@ -18,19 +18,12 @@
 #include <cstring>
 #include <string>
 
+#include "runtime/cuda/gemm_decode_common.cuh"
 #include "tests/gpu/bench_util.h"
 
 using namespace g4c::gpubench;
 
 namespace {
-
-__device__ __forceinline__ uint4 ldg_ef(const uint4* p, uint64_t pol) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p), "l"(pol));
-  return v;
-}
 
 __global__ void empty_kernel() {}
 
@@ -58,20 +51,19 @@ __global__ void __launch_bounds__(1024, 1) warp_read(const uint4* __restrict__ s
   const int nw = gridDim.x * (blockDim.x >> 5);
   const int wi = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
   const long a = chunks * wi / nw, b = chunks * (wi + 1) / nw;
-  uint64_t pol;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
+  const uint64_t pol = g4c::cuda::detail::evict_first_policy();
   const uint4* p = src + lane;
   uint4 r[D];
 #pragma unroll
   for (int c = 0; c < D; ++c)
-    if (a + c < b) r[c] = ldg_ef(p + (a + c) * 32, pol);
+    if (a + c < b) r[c] = g4c::cuda::detail::ldg_stream(p + (a + c) * 32, pol);
   unsigned acc = 0;
   for (long base = a; base < b; base += D) {
 #pragma unroll
     for (int c = 0; c < D; ++c) {
       if (base + c < b) {
         unsigned v = r[c].x ^ r[c].y ^ r[c].z ^ r[c].w;
-        if (base + D + c < b) r[c] = ldg_ef(p + (base + D + c) * 32, pol);
+        if (base + D + c < b) r[c] = g4c::cuda::detail::ldg_stream(p + (base + D + c) * 32, pol);
         for (int k = 0; k < work; ++k) v = v * 0x01000193u + (v >> 7);
         acc ^= v;
       }

@@ -218,10 +218,11 @@ TEST(GpuW4Decode, DispatchChoice) {
         if (sms == 16) EXPECT_GE(v, 0) << m;
       }
   // The measured rule (gemm_decode.cu, 2026-12-02, third session): lean v14, except m > 8 on the
-  // whole GPU (lean v17).
+  // whole GPU for weights below 10^8 elements (lean v17).
   EXPECT_EQ(cuda::w4a16_decode_choice(1, q, 132), 14);
   EXPECT_EQ(cuda::w4a16_decode_choice(8, gu, 132), 14);
   EXPECT_EQ(cuda::w4a16_decode_choice(9, q, 132), 17);
+  EXPECT_EQ(cuda::w4a16_decode_choice(16, gu, 132), 14);
   EXPECT_EQ(cuda::w4a16_decode_choice(16, gu, 16), 14);
   cuda::Int4Weight down = q;
   down.n = 3840; down.k = down.kp = 15360;
