@@ -10,6 +10,7 @@
 // picks a range of key tiles; partial (O, m, l) go to a workspace and a combine kernel merges.
 #include "runtime/cuda/attention.cuh"
 
+#include "runtime/cuda/attention_impl.cuh"
 #include "runtime/cuda/common.cuh"
 
 #include <algorithm>
@@ -19,50 +20,6 @@ namespace g4c::cuda {
 using namespace detail;
 
 namespace {
-
-constexpr int kBK = 32;
-constexpr float kLog2e = 1.4426950408889634f;
-
-template <int W>
-__device__ __forceinline__ int swz(int row, int chunk) {
-  return row * W + ((chunk ^ (row & 7)) << 3);
-}
-
-// The cache as the kernels see it: KvCache without the K=V-once fields (those travel in
-// AttnArgsKfv), so the stored-K kernels' parameter block — and with it ptxas's register
-// allocation (seen: 16 more bytes → 255 registers and spills at d 256/512) — stays as it was.
-struct KvDev {
-  const bf16* k;
-  const bf16* v;
-  const int* block_table;
-  int max_blocks, block_size;
-  const int* ring_base;
-  int ring_capacity;
-};
-
-struct AttnArgs {
-  const bf16* q;
-  bf16* out;
-  float* ws_o;   // [splits][total_q][hq][d]
-  float2* ws_ml; // [splits][total_q][hq]
-  KvDev kv;
-  const int* q_start;
-  const int* ctx_len;
-  int total_q, hq, hkv, g, window, splits, dv_parts;
-  float scale_log2;  // scale · log2(e)
-};
-struct AttnArgsKfv : AttnArgs {
-  const bf16* k_norm;  // [D]
-  int rotary_pairs;
-  float rope_theta;
-};
-
-__device__ __forceinline__ long kv_slot(const KvDev& kv, int r, int j) {
-  if (kv.block_table)
-    return long(kv.block_table[long(r) * kv.max_blocks + j / kv.block_size]) * kv.block_size +
-           j % kv.block_size;
-  return long(kv.ring_base[r]) + j % kv.ring_capacity;
-}
 
 template <int D, int DV, int NW>
 struct AttnCfg {
@@ -108,69 +65,21 @@ __global__ void __launch_bounds__(NW * 32) attn_kernel(const std::conditional_t<
   bf16* ks0 = reinterpret_cast<bf16*>(smem_raw + C::kQ);
   bf16* vs0 = reinterpret_cast<bf16*>(smem_raw + C::kQ + 2 * C::kK);
 
-  const int r = blockIdx.y / a.hkv, hk = blockIdx.y % a.hkv;
-  const int dvp = blockIdx.z % a.dv_parts, split = blockIdx.z / a.dv_parts;
-  const int q0 = a.q_start[r], qlen = a.q_start[r + 1] - q0, ctx = a.ctx_len[r];
+  const AttnBlock blk = attn_block(a, C::kRows);
+  if (blk.qt0 >= blk.qlen) return;
+  const int r = blk.r, hk = blk.hk, dvp = blk.dvp, split = blk.split;
+  const int q0 = blk.q0, ctx = blk.ctx, qt0 = blk.qt0, ntq = blk.ntq, kend = blk.kend;
+  const int t_lo = blk.t_lo, t_hi = blk.t_hi;
   const int G = a.g;
-  const int TQ = C::kRows / G;
-  const int qt0 = blockIdx.x * TQ;
-  if (qt0 >= qlen) return;
-  const int ntq = min(TQ, qlen - qt0);
-  const int pmin = ctx + qt0, pmax = ctx + qt0 + ntq - 1;
-  const int kbeg = a.window > 0 ? max(0, pmin - a.window + 1) : 0;
-  const int kend = pmax + 1;
-  const int tb = kbeg / kBK, te = (kend + kBK - 1) / kBK;
-  const int tps = (te - tb + a.splits - 1) / a.splits;
-  const int t_lo = tb + split * tps, t_hi = min(te, t_lo + tps);
   const int tid = threadIdx.x;
   constexpr int kThreads = NW * 32;
-  const long kv_row = long(a.hkv) * D;
-
-  // Q tile (zero rows past the chunk).
-  for (int i = tid; i < C::kRows * (D / 8); i += kThreads) {
-    const int row = i / (D / 8), ch = i % (D / 8);
-    const int tq = row / G, head = hk * G + row % G;
-    const bool ok = tq < ntq;
-    const bf16* src = ok ? a.q + (long(q0 + qt0 + tq) * a.hq + head) * D + ch * 8 : a.q;
-    cp_async16(qs + swz<D>(row, ch), src, ok ? 16 : 0);
-  }
+  attn_load_q<D, C::kRows, kThreads>(qs, a, blk, tid);  // Q tile (zero rows past the chunk)
   // Slots of a tile's 32 keys, computed once per key (not per 16-byte chunk) into a
   // double-buffered table; buffer (tile − t_lo) & 1. −1: key past the block's last query.
   __shared__ long sslot[2][kBK];
-  auto calc_slots = [&](int tile) {
-    if (tid < kBK) {
-      const int j = tile * kBK + tid;
-      sslot[(tile - t_lo) & 1][tid] = j < kend ? kv_slot(a.kv, r, j) : -1;
-    }
-  };
-  // Thread → (row in a pass, first 16-byte chunk): TPR threads per row, RPP rows per pass, the
-  // row's slot and base address computed once per row (per chunk, the address math and the slot
-  // reload from shared memory were ~30 instructions of ~40 per cp.async: ncu, decode B = 16,
-  // 2026-12-02).
-  auto load_rows = [&](bf16* dst, const bf16* base, const long* sl, auto width) {
-    constexpr int W = decltype(width)::value;
-    constexpr int CPR = W / 8;                              // chunks per row
-    constexpr int TPR = CPR < kThreads ? CPR : kThreads;    // threads per row
-    constexpr int RPP = kThreads / TPR;                     // rows per pass
-    static_assert(kBK % RPP == 0 && CPR % TPR == 0, "whole rows per pass");
-    const int rsub = tid / TPR, c0 = tid % TPR;
-#pragma unroll 4
-    for (int kr0 = 0; kr0 < kBK; kr0 += RPP) {
-      const int kr = kr0 + rsub;
-      const long slot = sl[kr];
-      const bf16* src = slot >= 0 ? base + slot * kv_row : a.q;
-      const int bytes = slot >= 0 ? 16 : 0;
-#pragma unroll
-      for (int c = 0; c < CPR / TPR; ++c) {
-        const int ch = c0 + c * TPR;
-        cp_async16(dst + swz<W>(kr, ch), slot >= 0 ? src + ch * 8 : a.q, bytes);
-      }
-    }
-  };
+  auto calc_slots = [&](int tile) { attn_calc_slots(sslot[(tile - t_lo) & 1], a.kv, r, tile, kend, tid); };
   auto load_kv = [&](int stage, int tile) {
-    const long* sl = sslot[(tile - t_lo) & 1];
-    load_rows(ks0 + stage * (kBK * D), a.kv.k + long(hk) * D, sl, std::integral_constant<int, D>{});
-    load_rows(vs0 + stage * (kBK * DV), a.kv.v + long(hk) * D + dvp * DV, sl, std::integral_constant<int, DV>{});
+    attn_load_kv<D, DV, kThreads>(ks0 + stage * (kBK * D), vs0 + stage * (kBK * DV), a, hk, dvp, sslot[(tile - t_lo) & 1], tid);
   };
 
   const int warp = tid >> 5, lane = tid & 31;
@@ -368,7 +277,11 @@ int num_sms() {
   return sms;
 }
 
+int g_decode_kernel = 0;
+
 }  // namespace
+
+void attention_set_decode_kernel(int k) { g_decode_kernel = k; }
 
 int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window, int sms) {
   const int g = hq / hkv;
@@ -430,7 +343,9 @@ cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, 
   }
   const bool small = b.max_q_len * g <= 16;
   cudaError_t err;
-  if (kv.k_norm) {  // K=V once: k_eq_v full layers (tiny d 128, 12B d 512)
+  if (small && !kv.k_norm && g_decode_kernel == 1) {
+    err = launch_attn_decode_coop(a, d, b.num_requests, stream);
+  } else if (kv.k_norm) {  // K=V once: k_eq_v full layers (tiny d 128, 12B d 512)
     switch (d) {
       case 128: err = small ? launch_attn<128, 1, true>(a, b.max_q_len, b.num_requests, stream)
                             : launch_attn<128, 4, true>(a, b.max_q_len, b.num_requests, stream); break;

@@ -54,6 +54,11 @@ int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window 
 // Workspace (fp32 partial outputs + softmax state) for `splits` > 1; 0 when splits == 1.
 size_t attention_workspace_bytes(const AttnBatch& b, int hq, int d, int splits);
 
+// Decode kernel (queries · G ≤ 16 per request, stored K): 0 = the flash kernel's one-warp blocks
+// (default), 1 = the cooperative 4-warp kernel of attention_decode.cu (written 2026-12-02, not
+// yet run on a GPU; for its tests and benchmarks). Process-wide.
+void attention_set_decode_kernel(int k);
+
 // q: [total_q][hq][d] bf16; out: [total_q][hq][d] bf16 (must not alias q).
 // Preconditions: d ∈ {64, 128, 256, 512}; hq % hkv == 0 and hq/hkv ∈ {1,2,4,8,16};
 // window ≥ 0 (0 = full causal). Every query sees at least its own key.

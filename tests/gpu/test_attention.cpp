@@ -329,5 +329,22 @@ TEST(GpuAttention, DecodeSplitKv) {
   run_attn({128, 4, 1, 0, true, 16, {{900, 2}, {0, 1}}, 5});
 }
 
+// The cooperative 4-warp decode kernel (attention_decode.cu, opt-in): the same cases as
+// DecodeSplitKv plus d 64 / 128 and G = 16, against the same float64 reference and bound.
+TEST(GpuAttention, DecodeCooperativeKernel) {
+  G4C_REQUIRE_GPU();
+  struct Use {
+    Use() { cuda::attention_set_decode_kernel(1); }
+    ~Use() { cuda::attention_set_decode_kernel(0); }
+  } use;
+  run_attn({256, 16, 8, 1024, false, 0, {{3000, 1}, {700, 1}, {5000, 1}}, 0});
+  run_attn({256, 16, 8, 1024, false, 0, {{3000, 1}, {700, 1}}, 1});
+  run_attn({256, 16, 8, 40, true, 16, {{100, 1}, {33, 1}, {0, 1}}, 3});  // window edges, first key
+  run_attn({512, 16, 1, 0, true, 64, {{2000, 1}, {37, 1}}, 0});
+  run_attn({512, 16, 1, 0, true, 64, {{2000, 1}, {37, 1}}, 3});
+  run_attn({128, 4, 1, 0, true, 16, {{900, 2}, {0, 1}}, 5});
+  run_attn({64, 8, 2, 0, true, 16, {{300, 1}, {5, 2}}, 2});
+}
+
 }  // namespace
 }  // namespace g4c::gputest

@@ -1,0 +1,229 @@
+// Cooperative decode attention (API in attention.cuh: attention_set_decode_kernel(1) selects it;
+// NOT the default and NOT yet run on a GPU — written 2026-12-02 from the ncu profile below, to be
+// tested and measured before it is dispatched).
+//
+// Why: the flash kernel's decode blocks (attention.cu, NW = 1) are one warp of 16 query rows
+// with 242 registers and 74 KB of shared memory (two 32-key K/V stages + Q), so an SM holds 3
+// warps (hd256; 2 at hd512): ncu at B = 16, hd256, 2k context showed 4.7% theoretical occupancy,
+// 0.34 eligible warps per scheduler and ~3500 instructions per tile and warp, 44% of copy
+// bandwidth. Here the same 16 rows and the same K/V stages are shared by 4 warps: all 128
+// threads issue the tile's cp.async; warp w computes S for keys 8w…8w+7 over all of d, the row
+// maxima are exchanged through shared memory (one barrier), P goes to shared memory as bf16 (one
+// barrier), and warp w accumulates output columns [w·DV/4, (w+1)·DV/4) over all 32 keys. Per-warp
+// work per tile falls to about a quarter, registers to ~100, and an SM holds 12 warps at hd256.
+// Same block → (request, kv head, split, column part) mapping, split-KV workspace layout and
+// softmax arithmetic (fp32, base 2, P rounded to bf16 for the P·V mma) as the flash kernel; the
+// order of the fp32 row sums differs (per warp, then across warps).
+#include "runtime/cuda/attention.cuh"
+#include "runtime/cuda/attention_impl.cuh"
+#include "runtime/cuda/common.cuh"
+
+namespace g4c::cuda {
+using namespace detail;
+
+namespace {
+
+constexpr int kCW = 4;   // warps per block
+constexpr int kPS = 40;  // P row stride (bf16): 80-byte rows, 16-byte aligned, conflict-free ldmatrix
+
+template <int D, int DV>
+struct CoopCfg {
+  static constexpr int kQ = 16 * D * 2;
+  static constexpr int kK = kBK * D * 2;
+  static constexpr int kV = kBK * DV * 2;
+  static constexpr int kP = 16 * kPS * 2;
+  static constexpr int kRed = 2 * kCW * 16 * 4;  // per warp: 16 row maxima, 16 row sums
+  static constexpr int kSmem = kQ + 2 * (kK + kV) + kP + kRed;
+};
+
+template <int D, int DV>
+__global__ void __launch_bounds__(kCW * 32) attn_decode_coop_kernel(const AttnArgs a) {
+  using C = CoopCfg<D, DV>;
+  constexpr int kThreads = kCW * 32;
+  constexpr int NDW = DV / 8 / kCW;  // n8 output tiles per warp
+  static_assert(NDW % 2 == 0 && D % 32 == 0, "shapes");
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  bf16* qs = reinterpret_cast<bf16*>(smem_raw);
+  bf16* ks0 = reinterpret_cast<bf16*>(smem_raw + C::kQ);
+  bf16* vs0 = reinterpret_cast<bf16*>(smem_raw + C::kQ + 2 * C::kK);
+  bf16* ps = reinterpret_cast<bf16*>(smem_raw + C::kQ + 2 * (C::kK + C::kV));
+  float* redm = reinterpret_cast<float*>(smem_raw + C::kQ + 2 * (C::kK + C::kV) + C::kP);
+  float* redl = redm + kCW * 16;
+
+  const AttnBlock blk = attn_block(a, 16);
+  if (blk.qt0 >= blk.qlen) return;
+  const int r = blk.r, hk = blk.hk, dvp = blk.dvp, split = blk.split;
+  const int q0 = blk.q0, ctx = blk.ctx, qt0 = blk.qt0, ntq = blk.ntq, kend = blk.kend;
+  const int t_lo = blk.t_lo, t_hi = blk.t_hi;
+  const int G = a.g;
+  const int tid = threadIdx.x;
+  attn_load_q<D, 16, kThreads>(qs, a, blk, tid);  // Q tile (zero rows past the chunk)
+  __shared__ long sslot[2][kBK];
+  auto calc_slots = [&](int tile) { attn_calc_slots(sslot[(tile - t_lo) & 1], a.kv, r, tile, kend, tid); };
+  auto load_kv = [&](int stage, int tile) {
+    attn_load_kv<D, DV, kThreads>(ks0 + stage * (kBK * D), vs0 + stage * (kBK * DV), a, hk, dvp, sslot[(tile - t_lo) & 1], tid);
+  };
+
+  const int warp = tid >> 5, lane = tid & 31;
+  const int g = lane >> 2, t = lane & 3, lq = lane >> 3;
+  const bool valid0 = g / G < ntq, valid1 = (g + 8) / G < ntq;
+  const int p0 = ctx + qt0 + g / G, p1 = ctx + qt0 + (g + 8) / G;
+
+  float o[NDW][4];
+#pragma unroll
+  for (int i = 0; i < NDW; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;  // l: this lane's keys only
+
+  if (t_lo < t_hi) calc_slots(t_lo);
+  if (t_lo + 1 < t_hi) calc_slots(t_lo + 1);
+  __syncthreads();
+  if (t_lo < t_hi) load_kv(0, t_lo);
+  cp_async_commit();
+  for (int tile = t_lo; tile < t_hi; ++tile) {
+    const int st = (tile - t_lo) & 1;
+    if (tile + 1 < t_hi) load_kv(st ^ 1, tile + 1);
+    cp_async_commit();
+    cp_async_wait<1>();
+    __syncthreads();
+    if (tile + 2 < t_hi) calc_slots(tile + 2);  // tile's loads were issued before the barrier
+    const bf16* ks = ks0 + st * (kBK * D);
+    const bf16* vs = vs0 + st * (kBK * DV);
+
+    // S[16 rows][keys 8·warp …] over all of d, two k16 steps per K ldmatrix.
+    float s[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int kd = 0; kd < D / 16; kd += 2) {
+      uint32_t b[4], qa[4];
+      ldmatrix_x4(b, ks + swz<D>(warp * 8 + (lane & 7), kd * 2 + lq));
+      ldmatrix_x4(qa, qs + swz<D>((lq & 1) * 8 + (lane & 7), kd * 2 + (lq >> 1)));
+      mma_bf16(s, qa, b[0], b[1]);
+      ldmatrix_x4(qa, qs + swz<D>((lq & 1) * 8 + (lane & 7), (kd + 1) * 2 + (lq >> 1)));
+      mma_bf16(s, qa, b[2], b[3]);
+    }
+    float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int j = tile * kBK + warp * 8 + 2 * t + (e & 1);
+      const bool hi = e >> 1;
+      const int p = hi ? p1 : p0;
+      const bool vis = (hi ? valid1 : valid0) && j <= p && (a.window == 0 || j > p - a.window);
+      const float v = vis ? s[e] * a.scale_log2 : -INFINITY;
+      s[e] = v;
+      if (hi) mx1 = fmaxf(mx1, v); else mx0 = fmaxf(mx0, v);
+    }
+#pragma unroll
+    for (int off = 1; off <= 2; off <<= 1) {
+      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, off));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, off));
+    }
+    if (t == 0) {
+      redm[warp * 16 + g] = mx0;
+      redm[warp * 16 + g + 8] = mx1;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int w = 0; w < kCW; ++w) {
+      mx0 = fmaxf(mx0, redm[w * 16 + g]);
+      mx1 = fmaxf(mx1, redm[w * 16 + g + 8]);
+    }
+    const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+    const float b0 = mn0 == -INFINITY ? 0.f : mn0, b1 = mn1 == -INFINITY ? 0.f : mn1;
+    const float c0 = exp2f(m0 - b0), c1 = exp2f(m1 - b1);
+    s[0] = exp2f(s[0] - b0);
+    s[1] = exp2f(s[1] - b0);
+    s[2] = exp2f(s[2] - b1);
+    s[3] = exp2f(s[3] - b1);
+    l0 = l0 * c0 + (s[0] + s[1]);
+    l1 = l1 * c1 + (s[2] + s[3]);
+    m0 = mn0;
+    m1 = mn1;
+#pragma unroll
+    for (int i = 0; i < NDW; ++i) {
+      o[i][0] *= c0; o[i][1] *= c0; o[i][2] *= c1; o[i][3] *= c1;
+    }
+    *reinterpret_cast<uint32_t*>(ps + g * kPS + warp * 8 + 2 * t) = pack_bf162(s[0], s[1]);
+    *reinterpret_cast<uint32_t*>(ps + (g + 8) * kPS + warp * 8 + 2 * t) = pack_bf162(s[2], s[3]);
+    __syncthreads();
+    // O[:, this warp's columns] += P[16][32] · V[32][...]
+#pragma unroll
+    for (int kk = 0; kk < kBK / 16; ++kk) {
+      uint32_t pa[4];
+      ldmatrix_x4(pa, ps + ((lq & 1) * 8 + (lane & 7)) * kPS + kk * 16 + (lq >> 1) * 8);
+#pragma unroll
+      for (int nd = 0; nd < NDW; nd += 2) {
+        uint32_t b[4];
+        ldmatrix_x4_trans(b, vs + swz<DV>(kk * 16 + (lq & 1) * 8 + (lane & 7), warp * NDW + nd + (lq >> 1)));
+        mma_bf16(o[nd], pa, b[0], b[1]);
+        mma_bf16(o[nd + 1], pa, b[2], b[3]);
+      }
+    }
+    __syncthreads();  // the stage, P and the row maxima are rewritten next tile
+  }
+  cp_async_wait<0>();
+#pragma unroll
+  for (int off = 1; off <= 2; off <<= 1) {
+    l0 += __shfl_xor_sync(0xffffffffu, l0, off);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, off);
+  }
+  if (t == 0) {
+    redl[warp * 16 + g] = l0;
+    redl[warp * 16 + g + 8] = l1;
+  }
+  __syncthreads();
+  l0 = l1 = 0.f;
+#pragma unroll
+  for (int w = 0; w < kCW; ++w) {
+    l0 += redl[w * 16 + g];
+    l1 += redl[w * 16 + g + 8];
+  }
+  const int dtot = DV * a.dv_parts;
+  const int col = dvp * DV + warp * NDW * 8 + 2 * t;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    if (!(half ? valid1 : valid0)) continue;
+    const int rho = half ? g + 8 : g;
+    const long tok = q0 + qt0 + rho / G;
+    const int head = hk * G + rho % G;
+    const float l = half ? l1 : l0;
+    if (a.splits == 1) {
+      const float inv = l > 0.f ? 1.f / l : 0.f;
+      bf16* dst = a.out + (tok * a.hq + head) * dtot + col;
+#pragma unroll
+      for (int nd = 0; nd < NDW; ++nd)
+        *reinterpret_cast<uint32_t*>(dst + nd * 8) = pack_bf162(o[nd][2 * half] * inv, o[nd][2 * half + 1] * inv);
+    } else {
+      const long row = (long(split) * a.total_q + tok) * a.hq + head;
+      float* dst = a.ws_o + row * dtot + col;
+#pragma unroll
+      for (int nd = 0; nd < NDW; ++nd)
+        *reinterpret_cast<float2*>(dst + nd * 8) = make_float2(o[nd][2 * half], o[nd][2 * half + 1]);
+      if (dvp == 0 && warp == 0 && t == 0) a.ws_ml[row] = make_float2(half ? m1 : m0, l);
+    }
+  }
+}
+
+template <int D>
+cudaError_t launch(const AttnArgs& a, int num_requests, cudaStream_t stream) {
+  constexpr int DV = D > 256 ? 256 : D;
+  using C = CoopCfg<D, DV>;
+  auto kern = attn_decode_coop_kernel<D, DV>;
+  static const cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
+  if (attr != cudaSuccess) return attr;
+  dim3 grid(1, num_requests * a.hkv, a.dv_parts * a.splits);  // decode: ≤ 16/G queries per request
+  kern<<<grid, kCW * 32, C::kSmem, stream>>>(a);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_attn_decode_coop(const AttnArgs& a, int d, int num_requests, cudaStream_t stream) {
+  switch (d) {
+    case 64: return launch<64>(a, num_requests, stream);
+    case 128: return launch<128>(a, num_requests, stream);
+    case 256: return launch<256>(a, num_requests, stream);
+    case 512: return launch<512>(a, num_requests, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace g4c::cuda

@@ -1,0 +1,149 @@
+// Device-side pieces shared by the attention kernels (attention.cu: the flash kernel for prefill
+// and decode; attention_decode.cu: the cooperative decode kernel): tile size, the shared-memory
+// swizzle, the kernels' argument blocks and the KV slot of a key. Only included from .cu.
+#pragma once
+
+#include "runtime/cuda/common.cuh"
+
+namespace g4c::cuda {
+namespace detail {
+
+constexpr int kBK = 32;
+constexpr float kLog2e = 1.4426950408889634f;
+
+// Element offset of 16-byte chunk `chunk` of row `row` in a tile of W bf16 per row (W ≥ 64).
+template <int W>
+__device__ __forceinline__ int swz(int row, int chunk) {
+  return row * W + ((chunk ^ (row & 7)) << 3);
+}
+
+// The cache as the kernels see it: KvCache without the K=V-once fields (those travel in
+// AttnArgsKfv), so the stored-K kernels' parameter block — and with it ptxas's register
+// allocation (seen: 16 more bytes → 255 registers and spills at d 256/512) — stays as it was.
+struct KvDev {
+  const bf16* k;
+  const bf16* v;
+  const int* block_table;
+  int max_blocks, block_size;
+  const int* ring_base;
+  int ring_capacity;
+};
+
+struct AttnArgs {
+  const bf16* q;
+  bf16* out;
+  float* ws_o;   // [splits][total_q][hq][d]
+  float2* ws_ml; // [splits][total_q][hq]
+  KvDev kv;
+  const int* q_start;
+  const int* ctx_len;
+  int total_q, hq, hkv, g, window, splits, dv_parts;
+  float scale_log2;  // scale · log2(e)
+};
+struct AttnArgsKfv : AttnArgs {
+  const bf16* k_norm;  // [D]
+  int rotary_pairs;
+  float rope_theta;
+};
+
+__device__ __forceinline__ long kv_slot(const KvDev& kv, int r, int j) {
+  if (kv.block_table)
+    return long(kv.block_table[long(r) * kv.max_blocks + j / kv.block_size]) * kv.block_size +
+           j % kv.block_size;
+  return long(kv.ring_base[r]) + j % kv.ring_capacity;
+}
+
+// What block blockIdx of an attention launch with `rows` query rows per block works on: request
+// r, kv head hk, output column part dvp, KV split; its queries (q0, qlen, ctx of the request;
+// tokens qt0 … qt0 + ntq − 1 of the chunk) and its key tiles [t_lo, t_hi) (keys < kend).
+// The caller returns when qt0 ≥ qlen.
+struct AttnBlock {
+  int r, hk, dvp, split, q0, qlen, ctx, qt0, ntq, kend, t_lo, t_hi;
+};
+__device__ __forceinline__ AttnBlock attn_block(const AttnArgs& a, int rows) {
+  AttnBlock b;
+  b.r = blockIdx.y / a.hkv;
+  b.hk = blockIdx.y % a.hkv;
+  b.dvp = blockIdx.z % a.dv_parts;
+  b.split = blockIdx.z / a.dv_parts;
+  b.q0 = a.q_start[b.r];
+  b.qlen = a.q_start[b.r + 1] - b.q0;
+  b.ctx = a.ctx_len[b.r];
+  const int TQ = rows / a.g;
+  b.qt0 = blockIdx.x * TQ;
+  b.ntq = min(TQ, b.qlen - b.qt0);
+  const int pmin = b.ctx + b.qt0, pmax = b.ctx + b.qt0 + b.ntq - 1;
+  const int kbeg = a.window > 0 ? max(0, pmin - a.window + 1) : 0;
+  b.kend = pmax + 1;
+  const int tb = kbeg / kBK, te = (b.kend + kBK - 1) / kBK;
+  const int tps = (te - tb + a.splits - 1) / a.splits;
+  b.t_lo = tb + b.split * tps;
+  b.t_hi = min(te, b.t_lo + tps);
+  return b;
+}
+
+// The block's Q tile (ROWS rows of D, NT threads) → swizzled shared memory; rows past its ntq
+// tokens zero.
+template <int D, int ROWS, int NT>
+__device__ __forceinline__ void attn_load_q(bf16* qs, const AttnArgs& a, const AttnBlock& b, int tid) {
+  const int G = a.g;
+  for (int i = tid; i < ROWS * (D / 8); i += NT) {
+    const int row = i / (D / 8), ch = i % (D / 8);
+    const int tq = row / G, head = b.hk * G + row % G;
+    const bool ok = tq < b.ntq;
+    const bf16* src = ok ? a.q + (long(b.q0 + b.qt0 + tq) * a.hq + head) * D + ch * 8 : a.q;
+    cp_async16(qs + swz<D>(row, ch), src, ok ? 16 : 0);
+  }
+}
+
+// Rows [0, kBK) of a K or V tile (W bf16 per row) → swizzled shared memory `dst` by cp.async, NT
+// threads: TPR threads per row, RPP rows per pass, the row's slot and base address once per row
+// (per chunk, the address math and the slot reload were ~30 of ~40 instructions per cp.async:
+// ncu, decode B = 16, 2026-12-02). sl[row]: the key's cache slot, −1 past the block's last query
+// (zero fill from `dummy`, any valid address); base: the kv head's (and column part's) first
+// element in slot 0; kv_row: elements per slot.
+template <int W, int NT>
+__device__ __forceinline__ void attn_load_rows(bf16* dst, const bf16* base, const long* sl, long kv_row,
+                                               const bf16* dummy, int tid) {
+  constexpr int CPR = W / 8;                    // chunks per row
+  constexpr int TPR = CPR < NT ? CPR : NT;      // threads per row
+  constexpr int RPP = NT / TPR;                 // rows per pass
+  static_assert(kBK % RPP == 0 && CPR % TPR == 0, "whole rows per pass");
+  const int rsub = tid / TPR, c0 = tid % TPR;
+#pragma unroll 4
+  for (int kr0 = 0; kr0 < kBK; kr0 += RPP) {
+    const int kr = kr0 + rsub;
+    const long slot = sl[kr];
+    const bf16* src = slot >= 0 ? base + slot * kv_row : dummy;
+    const int bytes = slot >= 0 ? 16 : 0;
+#pragma unroll
+    for (int c = 0; c < CPR / TPR; ++c) {
+      const int ch = c0 + c * TPR;
+      cp_async16(dst + swz<W>(kr, ch), slot >= 0 ? src + ch * 8 : dummy, bytes);
+    }
+  }
+}
+
+// Slots of tile `tile`'s kBK keys into sl[0, kBK) (threads < kBK; −1: key ≥ kend).
+__device__ __forceinline__ void attn_calc_slots(long* sl, const KvDev& kv, int r, int tile, int kend, int tid) {
+  if (tid < kBK) {
+    const int j = tile * kBK + tid;
+    sl[tid] = j < kend ? kv_slot(kv, r, j) : -1;
+  }
+}
+
+// One stage: the K tile (D wide) of kv head hk and the V tile's column part dvp (DV wide).
+template <int D, int DV, int NT>
+__device__ __forceinline__ void attn_load_kv(bf16* ks, bf16* vs, const AttnArgs& a, int hk, int dvp, const long* sl,
+                                             int tid) {
+  const long kv_row = long(a.hkv) * D;
+  attn_load_rows<D, NT>(ks, a.kv.k + long(hk) * D, sl, kv_row, a.q, tid);
+  attn_load_rows<DV, NT>(vs, a.kv.v + long(hk) * D + dvp * DV, sl, kv_row, a.q, tid);
+}
+
+}  // namespace detail
+
+// The cooperative decode kernel (attention_decode.cu); same arguments as launch_attn, stored K only.
+cudaError_t launch_attn_decode_coop(const detail::AttnArgs& a, int d, int num_requests, cudaStream_t stream);
+
+}  // namespace g4c::cuda
