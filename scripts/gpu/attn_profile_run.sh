@@ -10,7 +10,7 @@ t() { echo "[attn +${SECONDS}s] $*"; }
 for b in kb db kt; do [ -f $C/$b.xz ] && xz -dc $C/$b.xz > /tmp/ab/$b && chmod +x /tmp/ab/$b; done
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 if [ -x /tmp/ab/kt ]; then  # kt.xz = g4c_gpu_kernels_test: attention tests, memcheck, racecheck
-  t "attention tests"; timeout 120 /tmp/ab/kt --gtest_filter='GpuAttention.*' > $O/attn_tests.log 2>&1; echo "rc=$?"
+  t "attention + decode GEMM tests"; timeout 180 /tmp/ab/kt --gtest_filter='GpuAttention.*:GpuW4Decode.*' > $O/attn_tests.log 2>&1; echo "rc=$?"
   grep -E "^\[ +(FAILED|PASSED) +\]|Failure|Expected|Which" $O/attn_tests.log | head
   t "memcheck"; timeout 150 compute-sanitizer --tool memcheck --leak-check no --error-exitcode 3 /tmp/ab/kt \
     --gtest_filter='GpuAttention.*' > $O/attn_memcheck.log 2>&1; echo "rc=$?"; tail -2 $O/attn_memcheck.log
