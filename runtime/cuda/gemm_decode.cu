@@ -358,19 +358,18 @@ Plan make_plan(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms,
   const int smem_max = 227 * 1024 / vi.blocks_per_sm - 1024;
   const int xcap = xcap_override > 0 ? xcap_override : vi.xcap_kb * 1024;
   // Fewest splits whose slice fits (xcap and the shared memory left beside the rings).
+  const int blocks = std::max(1, sms * vi.blocks_per_sm);
   for (int S = 1;; ++S) {
     a.gps = (a.ngroups + S - 1) / S;
     a.xrow = a.gps * w.group * 2 + 16;
     const int xb = (a.mrows + (vi.family == 2)) * (a.xrow + a.gps * 4);
     a.S = (a.ngroups + a.gps - 1) / a.gps;
-    a.br = std::max(1, std::max(1, sms * vi.blocks_per_sm) / a.S);
+    a.br = std::max(1, blocks / a.S);
     if ((xb <= xcap && smem_for(vi, a) <= smem_max) || a.gps == 1) break;
   }
-  const int blocks = std::max(1, sms * vi.blocks_per_sm);
-  a.br = std::max(1, blocks / a.S);
   if (vi.family == 2) {  // block-local tile sums if they fit beside the slice
-    a.tsm = 1;
-    if (smem_for(vi, a) > smem_max) a.tsm = 0;
+    a.tsm = 1;  // smem_for counts the tile sums when tsm is set
+    a.tsm = smem_for(vi, a) <= smem_max;
   }
   p.blocks = a.S * a.br;
   p.smem = smem_for(vi, a);
@@ -381,9 +380,10 @@ Plan make_plan(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms,
 
 // Measured on the H200 (BENCHMARKS.md, g4c_gpu_decode_bench, 2026-12-02, third session), 12B
 // shapes, M = 1, 2, 4, 8, 16, whole GPU (132 SMs) and a 16-SM green context, all 18 variants and
-// the legacy kernel: the lean variant 14 (16 warps, 8 chunks in flight) is the fastest in 63 of
-// 70 cases and within 3% in the others except m > 8 on 132 SMs, where the 12-warp lean v17 is
-// 2–5% faster on every shape but gate+up (v14 4–5% faster there; three runs agree). (The rule
+// the legacy kernel: the lean variant 14 (16 warps, 8 chunks in flight) is the fastest or within
+// 3% everywhere except m > 8 on 132 SMs, where the 12-warp lean v17 is 2–5% faster on every shape
+// but gate+up (v14 4–5% faster there; three runs agree). In the last run this rule's variant was
+// the fastest of the 18 in 56 of 70 cases, within 3% in 12, 3.6% slower in one (q, m = 1). (The rule
 // before, register-direct v11 / v9 / v10, is 1.1–2.0× slower.) Shapes whose unit count would
 // overflow the lean kernels' 32-bit range split fall back to v11.
 int w4a16_decode_choice(int m, const Int4Weight& w, int sms) {

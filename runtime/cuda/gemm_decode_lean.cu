@@ -173,7 +173,7 @@ __global__ void __launch_bounds__(NW * 32, BPS)
   const int g = lane >> 2, t = lane & 3;
   const SplitPos sp = decode_split_pos(a);
   const int gs = sp.gs;
-  // 32-bit unsigned arithmetic (the plan checks U·br < 2^31): 64-bit divisions cost ~100
+  // 32-bit unsigned arithmetic (w4a16_decode checks U·br < 2^31): 64-bit divisions cost ~100
   // instructions each here.
   const unsigned U = unsigned(a.ntiles) * unsigned(gs), br = unsigned(a.br);
   const int ub0 = int(U * unsigned(sp.rb) / br), ub1 = int(U * unsigned(sp.rb + 1) / br);

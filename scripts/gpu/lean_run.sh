@@ -37,7 +37,7 @@ if [[ $ST == *" bench "* ]]; then
 fi
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 if [[ $ST == *" ncu "* ]] && [ -n "$NCU" ]; then
-  for case in ${NCU_CASES:-"gate:14,1" "q 3840:14,1"}; do
+  for case in ${NCU_CASES:-gate:14,1 3840->4096:14,1}; do
     shape=${case%%:*}; vm=${case#*:}; tag=$(echo "${shape}_${vm}" | tr -c 'a-z0-9_\n' '_')
     t "ncu $shape v,m=$vm"
     G4C_BENCH_SHAPE="$shape" G4C_BENCH_NCU="$vm" timeout 150 $NCU --clock-control none --kernel-name-base function \

@@ -2,7 +2,8 @@
 # What the 2026-12-02 (second) session wrote or changed after its last device call, in one call
 # (pack as session_run.sh: scripts/gpu/pack_cudart.sh build && scripts/gpu/bench_pack.sh build;
 # carry [".devpack-cudart", ".devpack-bench"]):
-#  1. GPU tests: streamed layers with sibling fusion (never run), sibling fusion, GpuGptq;
+#  1. GPU tests: streamed layers with sibling fusion, sibling fusion, GpuGptq (all passed on the
+#     H200 in the third session, scripts/gpu/profile_run.sh);
 #  2. performance_public with the CLI defaults (PDL + q/k/v fused), full ×3 and emulated ×1;
 #  3. `g4c run` (compiled plan) on the same input with the defaults;
 #  4. performance_large, full H200, batch 16 (bench_vs_hf.sh tokenizes it with the HF tokenizer);

@@ -12,7 +12,7 @@ for b in g4c_gpu_decode_bench g4c_gpu_stream_bench; do xz -dc $C/$b.xz > $BIN/$b
 t "read probe"
 timeout 90 $BIN/g4c_gpu_stream_bench > "$O/stream.log" 2>&1; echo "rc=$?"; cat "$O/stream.log"
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-for case in ${NCU_CASES:-"gate:11,1" "gate:11,8" "q 3840:11,1" "down:11,1"}; do
+for case in ${NCU_CASES:-gate:11,1 gate:11,8 3840->4096:11,1 down:11,1}; do
   shape=${case%%:*}; vm=${case#*:}; tag=$(echo "${shape}_${vm}" | tr -c 'a-z0-9_\n' '_')
   t "ncu $shape v,m=$vm"
   G4C_BENCH_SHAPE="$shape" G4C_BENCH_NCU="$vm" timeout 150 $NCU --clock-control none --kernel-name-base function \

@@ -537,8 +537,8 @@ TEST(CudaBackend, Int4MatchesCpuBackendOnTheSameCodes) {
 
 // Sibling fusion (the CLI default) with streamed layers: a streamed layer's concatenated q/k/v
 // lives in the host image like any other weight; logits and a q_proj update (rebuilt into the
-// image) must be bitwise those of the resident fused engine. Written 2026-12-02 after the last
-// device call: not yet run on a GPU.
+// image) must be bitwise those of the resident fused engine. Passed on the H200 (2026-12-02,
+// third session, scripts/gpu/profile_run.sh).
 TEST(CudaBackend, StreamedLayersWithSiblingFusionAreBitwiseEqual) {
   REQUIRE_GPU();
   auto gd = golden_dir();
