@@ -278,10 +278,12 @@ int num_sms() {
 }
 
 int g_decode_kernel = 0;
+int g_prefill_kernel = 0;
 
 }  // namespace
 
 void attention_set_decode_kernel(int k) { g_decode_kernel = k; }
+void attention_set_prefill_kernel(int k) { g_prefill_kernel = k; }
 
 int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window, int sms) {
   const int g = hq / hkv;
@@ -345,6 +347,8 @@ cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, 
   cudaError_t err;
   if (small && !kv.k_norm && g_decode_kernel == 1) {
     err = launch_attn_decode_coop(a, d, b.num_requests, stream);
+  } else if (!small && !kv.k_norm && (d == 256 || d == 512) && g_prefill_kernel > 0) {
+    err = launch_attn_sm90(a, d, g_prefill_kernel, b.max_q_len, b.num_requests, stream);
   } else if (kv.k_norm) {  // K=V once: k_eq_v full layers (tiny d 128, 12B d 512)
     switch (d) {
       case 128: err = small ? launch_attn<128, 1, true>(a, b.max_q_len, b.num_requests, stream)

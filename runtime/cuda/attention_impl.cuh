@@ -17,6 +17,22 @@ __device__ __forceinline__ int swz(int row, int chunk) {
   return row * W + ((chunk ^ (row & 7)) << 3);
 }
 
+// The wgmma canonical layout (attention_sm90.cu): a tile of ROWS rows stored as 64-column
+// blocks (block b holds columns 64b … 64b + 63 of every row, rows 128 B apart, blocks ROWS·128 B
+// apart), 128-byte swizzle (chunk c of row r at c ^ (r mod 8)); tile base 1024-byte aligned.
+// The same bytes are K-major for Q and K (S = Q·Kᵀ) and N-major for V (O += P·V).
+template <int ROWS>
+__device__ __forceinline__ int cbs(int row, int chunk) {
+  return (chunk >> 3) * (ROWS * 64) + row * 64 + (((chunk & 7) ^ (row & 7)) << 3);
+}
+// Element offset of chunk `chunk` of row `row` of a tile W wide and ROWS high in layout CB
+// (false: swz<W>, true: cbs<ROWS>).
+template <int W, int ROWS, bool CB>
+__device__ __forceinline__ int tile_off(int row, int chunk) {
+  if constexpr (CB) return cbs<ROWS>(row, chunk);
+  else return swz<W>(row, chunk);
+}
+
 // The cache as the kernels see it: KvCache without the K=V-once fields (those travel in
 // AttnArgsKfv), so the stored-K kernels' parameter block — and with it ptxas's register
 // allocation (seen: 16 more bytes → 255 registers and spills at d 256/512) — stays as it was.
@@ -60,6 +76,7 @@ __device__ __forceinline__ long kv_slot(const KvDev& kv, int r, int j) {
 struct AttnBlock {
   int r, hk, dvp, split, q0, qlen, ctx, qt0, ntq, kend, t_lo, t_hi;
 };
+template <int BK = kBK>
 __device__ __forceinline__ AttnBlock attn_block(const AttnArgs& a, int rows) {
   AttnBlock b;
   b.r = blockIdx.y / a.hkv;
@@ -75,16 +92,16 @@ __device__ __forceinline__ AttnBlock attn_block(const AttnArgs& a, int rows) {
   const int pmin = b.ctx + b.qt0, pmax = b.ctx + b.qt0 + b.ntq - 1;
   const int kbeg = a.window > 0 ? max(0, pmin - a.window + 1) : 0;
   b.kend = pmax + 1;
-  const int tb = kbeg / kBK, te = (b.kend + kBK - 1) / kBK;
+  const int tb = kbeg / BK, te = (b.kend + BK - 1) / BK;
   const int tps = (te - tb + a.splits - 1) / a.splits;
   b.t_lo = tb + b.split * tps;
   b.t_hi = min(te, b.t_lo + tps);
   return b;
 }
 
-// The block's Q tile (ROWS rows of D, NT threads) → swizzled shared memory; rows past its ntq
-// tokens zero.
-template <int D, int ROWS, int NT>
+// The block's Q tile (ROWS rows of D, NT threads) → swizzled shared memory (layout CB, see
+// tile_off); rows past its ntq tokens zero.
+template <int D, int ROWS, int NT, bool CB = false>
 __device__ __forceinline__ void attn_load_q(bf16* qs, const AttnArgs& a, const AttnBlock& b, int tid) {
   const int G = a.g;
   for (int i = tid; i < ROWS * (D / 8); i += NT) {
@@ -92,26 +109,26 @@ __device__ __forceinline__ void attn_load_q(bf16* qs, const AttnArgs& a, const A
     const int tq = row / G, head = b.hk * G + row % G;
     const bool ok = tq < b.ntq;
     const bf16* src = ok ? a.q + (long(b.q0 + b.qt0 + tq) * a.hq + head) * D + ch * 8 : a.q;
-    cp_async16(qs + swz<D>(row, ch), src, ok ? 16 : 0);
+    cp_async16(qs + tile_off<D, ROWS, CB>(row, ch), src, ok ? 16 : 0);
   }
 }
 
-// Rows [0, kBK) of a K or V tile (W bf16 per row) → swizzled shared memory `dst` by cp.async, NT
+// Rows [0, BK) of a K or V tile (W bf16 per row) → swizzled shared memory `dst` by cp.async, NT
 // threads: TPR threads per row, RPP rows per pass, the row's slot and base address once per row
 // (per chunk, the address math and the slot reload were ~30 of ~40 instructions per cp.async:
 // ncu, decode B = 16, 2026-12-02). sl[row]: the key's cache slot, −1 past the block's last query
 // (zero fill from `dummy`, any valid address); base: the kv head's (and column part's) first
 // element in slot 0; kv_row: elements per slot.
-template <int W, int NT>
+template <int W, int NT, int BK = kBK, bool CB = false>
 __device__ __forceinline__ void attn_load_rows(bf16* dst, const bf16* base, const long* sl, long kv_row,
                                                const bf16* dummy, int tid) {
   constexpr int CPR = W / 8;                    // chunks per row
   constexpr int TPR = CPR < NT ? CPR : NT;      // threads per row
   constexpr int RPP = NT / TPR;                 // rows per pass
-  static_assert(kBK % RPP == 0 && CPR % TPR == 0, "whole rows per pass");
+  static_assert(BK % RPP == 0 && CPR % TPR == 0, "whole rows per pass");
   const int rsub = tid / TPR, c0 = tid % TPR;
 #pragma unroll 4
-  for (int kr0 = 0; kr0 < kBK; kr0 += RPP) {
+  for (int kr0 = 0; kr0 < BK; kr0 += RPP) {
     const int kr = kr0 + rsub;
     const long slot = sl[kr];
     const bf16* src = slot >= 0 ? base + slot * kv_row : dummy;
@@ -119,31 +136,36 @@ __device__ __forceinline__ void attn_load_rows(bf16* dst, const bf16* base, cons
 #pragma unroll
     for (int c = 0; c < CPR / TPR; ++c) {
       const int ch = c0 + c * TPR;
-      cp_async16(dst + swz<W>(kr, ch), slot >= 0 ? src + ch * 8 : dummy, bytes);
+      cp_async16(dst + tile_off<W, BK, CB>(kr, ch), slot >= 0 ? src + ch * 8 : dummy, bytes);
     }
   }
 }
 
-// Slots of tile `tile`'s kBK keys into sl[0, kBK) (threads < kBK; −1: key ≥ kend).
+// Slots of tile `tile`'s BK keys into sl[0, BK) (threads < BK; −1: key ≥ kend).
+template <int BK = kBK>
 __device__ __forceinline__ void attn_calc_slots(long* sl, const KvDev& kv, int r, int tile, int kend, int tid) {
-  if (tid < kBK) {
-    const int j = tile * kBK + tid;
+  if (tid < BK) {
+    const int j = tile * BK + tid;
     sl[tid] = j < kend ? kv_slot(kv, r, j) : -1;
   }
 }
 
 // One stage: the K tile (D wide) of kv head hk and the V tile's column part dvp (DV wide).
-template <int D, int DV, int NT>
+template <int D, int DV, int NT, int BK = kBK, bool CB = false>
 __device__ __forceinline__ void attn_load_kv(bf16* ks, bf16* vs, const AttnArgs& a, int hk, int dvp, const long* sl,
                                              int tid) {
   const long kv_row = long(a.hkv) * D;
-  attn_load_rows<D, NT>(ks, a.kv.k + long(hk) * D, sl, kv_row, a.q, tid);
-  attn_load_rows<DV, NT>(vs, a.kv.v + long(hk) * D + dvp * DV, sl, kv_row, a.q, tid);
+  attn_load_rows<D, NT, BK, CB>(ks, a.kv.k + long(hk) * D, sl, kv_row, a.q, tid);
+  attn_load_rows<DV, NT, BK, CB>(vs, a.kv.v + long(hk) * D + dvp * DV, sl, kv_row, a.q, tid);
 }
 
 }  // namespace detail
 
 // The cooperative decode kernel (attention_decode.cu); same arguments as launch_attn, stored K only.
 cudaError_t launch_attn_decode_coop(const detail::AttnArgs& a, int d, int num_requests, cudaStream_t stream);
+// The Hopper wgmma prefill kernel (attention_sm90.cu), d ∈ {256, 512}, stored K; variant 1 or 2
+// (key tile 32 or 64 at d 256; 32 at d 512). cudaErrorInvalidValue for another d or variant.
+cudaError_t launch_attn_sm90(const detail::AttnArgs& a, int d, int variant, int max_q_len, int num_requests,
+                             cudaStream_t stream);
 
 }  // namespace g4c::cuda

@@ -4,7 +4,8 @@
 # kernel at B = 16 (hd256 window 1024 at 2k context; hd512 full at 8k). Pack into .devpack-a/:
 # kb.xz (g4c_gpu_kernels_bench), db.xz (g4c_gpu_decode_bench), optional kt.xz (g4c_gpu_kernels_test:
 # attention tests, memcheck, racecheck first). DECODE=0 skips the decode GEMM tables. Logs in
-# $OUT/attn.tar.xz.
+# $OUT/attn.tar.xz. NCU_CASES: "B,ctx,d" words for G4C_BENCH_ATTN (B = -1: the prefill case);
+# NCU_K: the kernel regex (default attn_kernel); RACE: the racecheck gtest filter.
 O=/tmp/g4c-attn; C=.devpack-a; mkdir -p $O /tmp/ab
 t() { echo "[attn +${SECONDS}s] $*"; }
 for b in kb db kt; do [ -f $C/$b.xz ] && xz -dc $C/$b.xz > /tmp/ab/$b && chmod +x /tmp/ab/$b; done
@@ -12,10 +13,10 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 if [ -x /tmp/ab/kt ]; then  # kt.xz = g4c_gpu_kernels_test: attention tests, memcheck, racecheck
   t "attention + decode GEMM tests"; timeout 180 /tmp/ab/kt --gtest_filter='GpuAttention.*:GpuW4Decode.*' > $O/attn_tests.log 2>&1; echo "rc=$?"
   grep -E "^\[ +(FAILED|PASSED) +\]|Failure|Expected|Which" $O/attn_tests.log | head
-  t "memcheck"; timeout 150 compute-sanitizer --tool memcheck --leak-check no --error-exitcode 3 /tmp/ab/kt \
+  t "memcheck"; timeout 300 compute-sanitizer --tool memcheck --leak-check no --error-exitcode 3 /tmp/ab/kt \
     --gtest_filter='GpuAttention.*' > $O/attn_memcheck.log 2>&1; echo "rc=$?"; tail -2 $O/attn_memcheck.log
   t "racecheck"; timeout 150 compute-sanitizer --tool racecheck --error-exitcode 3 /tmp/ab/kt \
-    --gtest_filter='GpuAttention.DecodeSplitKv:GpuAttention.PrefillRingSliding' > $O/attn_racecheck.log 2>&1; echo "rc=$?"; tail -2 $O/attn_racecheck.log
+    --gtest_filter="${RACE:-GpuAttention.DecodeSplitKv:GpuAttention.PrefillRingSliding}" > $O/attn_racecheck.log 2>&1; echo "rc=$?"; tail -2 $O/attn_racecheck.log
 fi
 if [ "${DECODE:-1}" = 1 ] && [ -x /tmp/ab/db ]; then
   t "decode GEMM bench"; timeout 100 /tmp/ab/db > $O/decode.log 2>&1; echo "rc=$?"
@@ -26,8 +27,8 @@ t "attention bench"; timeout 200 /tmp/ab/kb attention > $O/attention.log 2>&1; e
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 for case in ${NCU_CASES:-16,2048,256 16,8192,512}; do
   tag=$(echo $case | tr , _)
-  t "ncu attention decode $case"
-  G4C_BENCH_ATTN=$case timeout 150 $NCU --clock-control none -k regex:attn_kernel --launch-skip 2 -c 1 --set full \
+  t "ncu attention $case ${NCU_K:-attn_kernel}"
+  G4C_BENCH_ATTN=$case timeout 150 $NCU --clock-control none -k regex:${NCU_K:-attn_kernel} --launch-skip 2 -c 1 --set full \
     --import-source yes -o $O/ncu_attn_$tag /tmp/ab/kb attention > $O/ncu_attn_$tag.log 2>&1; echo "rc=$?"
   $NCU --import $O/ncu_attn_$tag.ncu-rep --page details > $O/ncu_attn_$tag.txt 2>&1
   grep -E "Duration|DRAM Throughput|Registers Per|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|Warp Cycles Per Issued|Executed Instructions  |Grid Size|Block Size|Eligible Warps|Dynamic Shared" $O/ncu_attn_$tag.txt | head -16

@@ -311,7 +311,8 @@ void bench_attention() {
   std::printf("\n== Attention (bf16 rate ceiling %.0f TFLOP/s, copy %.0f GB/s)\n", g_blas_tflops, g_copy_gbs);
   std::printf("%-34s %6s %10s %10s %8s\n", "case", "ctx", "us", "rate", "%ceil");
   const AttnSetup layers[] = {{16, 8, 256, 1024}, {16, 1, 512, 0}};
-  // G4C_BENCH_ATTN="B,ctx,d": only that decode case, no split sweep (for ncu --launch-skip).
+  // G4C_BENCH_ATTN="B,ctx,d": only that decode case, no split sweep (for ncu --launch-skip);
+  // B = -1: only the prefill case of that ctx and d.
   int only_b = 0, only_ctx = 0, only_d = 0;
   if (const char* f = std::getenv("G4C_BENCH_ATTN")) std::sscanf(f, "%d,%d,%d", &only_b, &only_ctx, &only_d);
   for (const AttnSetup& L : layers) {
@@ -320,7 +321,7 @@ void bench_attention() {
     for (int ctxlen : {512, 2048, 8192}) {
       if (only_ctx && ctxlen != only_ctx) continue;
       // ---- prefill: one request, queries 0..ctxlen-1 (ctx 0).
-      if (!only_b) {
+      if (only_b <= 0) {
         const int T = ctxlen;
         const int slots = T + 64;
         bf16 *q, *o, *k, *v;
@@ -341,21 +342,35 @@ void bench_attention() {
         kv.k = k; kv.v = v; kv.ring_base = drb; kv.ring_capacity = slots;  // contiguous = ring ≥ T
         AttnBatch b;
         b.num_requests = 1; b.q_start = dqs; b.ctx_len = dcl; b.total_q = T; b.max_q_len = T; b.max_kv_len = T;
-        double ms = time_graph([&](int) {
-          CK(attention(q, L.hq, L.hkv, L.d, kv, b, L.window, 1.f, o, 1, nullptr, 0, g_stream));
-        }, 5);
+        auto time_prefill = [&](int kernel) {
+          attention_set_prefill_kernel(kernel);
+          const double t = time_graph([&](int) {
+            CK(attention(q, L.hq, L.hkv, L.d, kv, b, L.window, 1.f, o, 1, nullptr, 0, g_stream));
+          }, 5);
+          attention_set_prefill_kernel(0);
+          return t;
+        };
+        const double ms = time_prefill(0);
         double vis = 0;
         for (int i = 0; i < T; ++i) vis += L.window ? std::min(i + 1, L.window) : i + 1;
         const double flops = vis * L.hq * L.d * 4.0;
+        auto pct = [&](double t) { return g_blas_tflops > 0 ? 100 * flops / (t * 1e-3) / 1e12 / g_blas_tflops : 0.0; };
         char nm[64];
         std::snprintf(nm, sizeof nm, "prefill hd%d hkv%d W%d", L.d, L.hkv, L.window);
-        std::printf("%-34s %6d %10.1f %7.0f TF %7.1f%%\n", nm, T, ms * 1e3, flops / (ms * 1e-3) / 1e12,
-                    g_blas_tflops > 0 ? 100 * flops / (ms * 1e-3) / 1e12 / g_blas_tflops : 0.0);
+        std::printf("%-34s %6d %10.1f %7.0f TF %7.1f%%", nm, T, ms * 1e3, flops / (ms * 1e-3) / 1e12, pct(ms));
+        // The Hopper wgmma kernel (attention_sm90.cu, opt-in), its two key-tile variants.
+        if (L.d == 256 || L.d == 512)
+          for (int kvar : {1, 2}) {
+            if (L.d == 512 && kvar == 2) break;
+            const double t = time_prefill(kvar);
+            std::printf("   sm90 v%d %.1f us %.0f TF %.1f%%", kvar, t * 1e3, flops / (t * 1e-3) / 1e12, pct(t));
+          }
+        std::printf("\n");
         cudaFree(q); cudaFree(o); cudaFree(k); cudaFree(v); cudaFree(dqs); cudaFree(dcl); cudaFree(drb);
       }
       // ---- decode: B requests of context ctxlen, one query each; paged, rotating pools.
       for (int B : {1, 5, 16}) {
-        if (only_b && B != only_b) continue;
+        if (only_b && B != only_b) continue;  // (B = -1: none)
         const int bs = 64;
         const int blocks_per = (ctxlen + 1 + bs - 1) / bs;
         const size_t per_copy = size_t(B) * blocks_per * bs * row * 2 * 2;

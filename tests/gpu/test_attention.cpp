@@ -346,5 +346,32 @@ TEST(GpuAttention, DecodeCooperativeKernel) {
   run_attn({64, 8, 2, 0, true, 16, {{300, 1}, {5, 2}}, 2});
 }
 
+// The Hopper wgmma prefill kernel (attention_sm90.cu, opt-in), both key-tile variants: the
+// prefill cases above at d 256 / 512, plus chunks long enough for whole (unmasked) tiles and
+// the skipped rescale, every GQA width the API allows at d 256 (G = 1 … 16: 64 … 4 tokens per
+// block), and split-KV over a prefill chunk (the workspace path). Same reference and bound.
+TEST(GpuAttention, PrefillHopperKernel) {
+  G4C_REQUIRE_GPU();
+  for (int variant : {1, 2}) {
+    struct Use {
+      explicit Use(int v) { cuda::attention_set_prefill_kernel(v); }
+      ~Use() { cuda::attention_set_prefill_kernel(0); }
+    } use(variant);
+    std::fprintf(stderr, "[attn] sm90 variant %d\n", variant);
+    run_attn({256, 16, 8, 40, false, 0, {{0, 100}, {130, 17}, {7, 1}}, 1});
+    run_attn({256, 16, 8, 64, true, 16, {{0, 150}, {200, 33}, {5, 1}}, 1});
+    run_attn({256, 16, 8, 1024, true, 16, {{0, 700}, {1500, 130}}, 1});
+    run_attn({256, 16, 8, 0, true, 64, {{0, 300}, {64, 65}}, 1});
+    run_attn({256, 8, 8, 128, false, 0, {{0, 200}, {50, 70}}, 1});
+    run_attn({256, 16, 4, 100, true, 16, {{0, 90}, {33, 40}}, 1});
+    run_attn({256, 16, 1, 0, true, 16, {{0, 50}, {20, 9}}, 1});
+    run_attn({256, 16, 8, 64, true, 16, {{0, 150}, {300, 40}}, 3});
+    run_attn({512, 16, 1, 0, true, 64, {{0, 20}, {300, 5}}, 1});
+    run_attn({512, 4, 1, 0, true, 16, {{0, 33}, {3, 40}}, 1});
+    run_attn({512, 16, 1, 0, true, 64, {{0, 130}, {500, 70}}, 1});
+    run_attn({512, 16, 1, 0, true, 64, {{0, 90}}, 2});
+  }
+}
+
 }  // namespace
 }  // namespace g4c::gputest

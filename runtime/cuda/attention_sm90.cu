@@ -1,0 +1,235 @@
+// Hopper (sm_90a) prefill attention on wgmma (API: attention.cuh; dispatch in attention.cu).
+//
+// Block = one warpgroup (128 threads) × 64 query rows; a row is one (token, q head) pair and
+// the G heads of one kv head are consecutive rows, as in the flash kernel (attention.cu), whose
+// block/tile bookkeeping (attn_block, slots, cp.async row loads) this kernel shares. Per key tile
+// of BK keys:
+//   S = Q·Kᵀ      wgmma m64nBKk16, A = Q and B = K both from shared memory (K-major),
+//   online softmax in registers (fp32, base 2; the accumulator layout is mma.m16n8's per warp),
+//   O += P·V      wgmma m64n256k16, A = P from registers (bf16), B = V from shared memory
+//                 N-major (transposed by the descriptor: V stays one key per row).
+// Q, K and V tiles are stored in the wgmma canonical 128-byte-swizzle layout (cbs in
+// attention_impl.cuh) so that one set of bytes serves as K-major and N-major operand. K/V tiles
+// stream through a 2-stage cp.async pipeline (paged and ring caches: a row's slot per key, as the
+// flash kernel). Tiles that every row of the block sees whole skip the per-element mask; the
+// rescale of O is skipped when no row of the warp raised its maximum (exact either way).
+// d = 512 splits the output columns over two blocks (DV = 256), as the flash kernel does.
+#include "runtime/cuda/attention.cuh"
+
+#include "runtime/cuda/attention_impl.cuh"
+#include "runtime/cuda/common.cuh"
+#include "runtime/cuda/wgmma.cuh"
+
+namespace g4c::cuda {
+using namespace detail;
+
+namespace {
+
+constexpr int kRows = 64;
+constexpr int kThreads = 128;
+
+template <int D, int DV, int BK>
+struct Sm90Cfg {
+  static constexpr int kQ = kRows * D * 2;
+  static constexpr int kK = BK * D * 2;
+  static constexpr int kV = BK * DV * 2;
+  static constexpr int kSlots = 2 * BK * 8;
+  static constexpr int kSmem = kQ + 2 * (kK + kV) + kSlots + 1024;  // + base alignment slack
+  static_assert(kQ % 1024 == 0 && kK % 1024 == 0 && kV % 1024 == 0, "1024-aligned tiles");
+};
+
+template <int D, int DV, int BK>
+__global__ void __launch_bounds__(kThreads) attn_sm90_kernel(const AttnArgs a) {
+  using C = Sm90Cfg<D, DV, BK>;
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  bf16* qs = reinterpret_cast<bf16*>(base);
+  bf16* ks0 = reinterpret_cast<bf16*>(base + C::kQ);
+  bf16* vs0 = reinterpret_cast<bf16*>(base + C::kQ + 2 * C::kK);
+  long* sslot = reinterpret_cast<long*>(base + C::kQ + 2 * (C::kK + C::kV));  // [2][BK]
+
+  const AttnBlock blk = attn_block<BK>(a, kRows);
+  if (blk.qt0 >= blk.qlen) return;
+  const int r = blk.r, hk = blk.hk, dvp = blk.dvp, split = blk.split;
+  const int q0 = blk.q0, ctx = blk.ctx, qt0 = blk.qt0, ntq = blk.ntq, kend = blk.kend;
+  const int t_lo = blk.t_lo, t_hi = blk.t_hi;
+  const int G = a.g;
+  const int tid = threadIdx.x;
+  attn_load_q<D, kRows, kThreads, true>(qs, a, blk, tid);
+  auto calc_slots = [&](int tile) { attn_calc_slots<BK>(sslot + ((tile - t_lo) & 1) * BK, a.kv, r, tile, kend, tid); };
+  auto load_kv = [&](int stage, int tile) {
+    attn_load_kv<D, DV, kThreads, BK, true>(ks0 + stage * (BK * D), vs0 + stage * (BK * DV), a, hk, dvp,
+                                             sslot + ((tile - t_lo) & 1) * BK, tid);
+  };
+
+  const int warp = tid >> 5, lane = tid & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int rho0 = warp * 16 + g, rho1 = rho0 + 8;
+  const bool valid0 = rho0 / G < ntq, valid1 = rho1 / G < ntq;
+  const int p0 = ctx + qt0 + rho0 / G, p1 = ctx + qt0 + rho1 / G;
+  // Keys every valid row of the block sees: j ≤ pmin, and j > pmax − window.
+  const int pmin = ctx + qt0, pmax = ctx + qt0 + ntq - 1;
+
+  float o[DV / 2];
+#pragma unroll
+  for (int i = 0; i < DV / 2; ++i) o[i] = 0.f;
+  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+
+  if (t_lo < t_hi) calc_slots(t_lo);
+  if (t_lo + 1 < t_hi) calc_slots(t_lo + 1);
+  __syncthreads();
+  if (t_lo < t_hi) load_kv(0, t_lo);
+  cp_async_commit();
+  const uint32_t qaddr = smem_u32(qs);
+  const uint32_t kaddr0 = smem_u32(ks0), vaddr0 = smem_u32(vs0);
+  for (int tile = t_lo; tile < t_hi; ++tile) {
+    const int st = (tile - t_lo) & 1;
+    if (tile + 1 < t_hi) load_kv(st ^ 1, tile + 1);
+    cp_async_commit();
+    cp_async_wait<1>();
+    fence_proxy_async();  // cp.async writes (generic proxy) → wgmma reads (async proxy)
+    __syncthreads();
+    // Reuses tile's slot buffer: every thread issued tile's loads before the barrier above;
+    // the barrier at the end of this iteration publishes it to load_kv(tile + 2).
+    if (tile + 2 < t_hi) calc_slots(tile + 2);
+    const uint32_t kaddr = kaddr0 + st * C::kK, vaddr = vaddr0 + st * C::kV;
+
+    float s[BK / 2];
+#pragma unroll
+    for (int i = 0; i < BK / 2; ++i) s[i] = 0.f;
+    wgmma_fence();
+#pragma unroll
+    for (int kd = 0; kd < D / 16; ++kd)
+      wgmma_ss(s, sw128_desc(qaddr + (kd >> 2) * (kRows * 128) + (kd & 3) * 32),
+               sw128_desc(kaddr + (kd >> 2) * (BK * 128) + (kd & 3) * 32));
+    wgmma_commit();
+    wgmma_wait0();
+
+    const int j0 = tile * BK;
+    const bool whole = j0 + BK - 1 <= pmin && (a.window == 0 || j0 > pmax - a.window);
+    float mx0 = -INFINITY, mx1 = -INFINITY;
+    if (whole) {
+#pragma unroll
+      for (int i = 0; i < BK / 2; i += 4) {
+        s[i] *= a.scale_log2;
+        s[i + 1] *= a.scale_log2;
+        s[i + 2] *= a.scale_log2;
+        s[i + 3] *= a.scale_log2;
+        mx0 = fmaxf(mx0, fmaxf(s[i], s[i + 1]));
+        mx1 = fmaxf(mx1, fmaxf(s[i + 2], s[i + 3]));
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < BK / 2; ++i) {
+        const int j = j0 + (i >> 2) * 8 + 2 * t + (i & 1);
+        const bool hi = (i >> 1) & 1;
+        const int p = hi ? p1 : p0;
+        const bool vis = (hi ? valid1 : valid0) && j <= p && (a.window == 0 || j > p - a.window);
+        const float v = vis ? s[i] * a.scale_log2 : -INFINITY;
+        s[i] = v;
+        if (hi) mx1 = fmaxf(mx1, v); else mx0 = fmaxf(mx0, v);
+      }
+    }
+#pragma unroll
+    for (int off = 1; off <= 2; off <<= 1) {
+      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, off));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, off));
+    }
+    const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+    const float b0 = mn0 == -INFINITY ? 0.f : mn0, b1 = mn1 == -INFINITY ? 0.f : mn1;
+    const float c0 = exp2f(m0 - b0), c1 = exp2f(m1 - b1);
+    float ls0 = 0.f, ls1 = 0.f;
+#pragma unroll
+    for (int i = 0; i < BK / 2; i += 4) {
+      s[i] = exp2f(s[i] - b0);
+      s[i + 1] = exp2f(s[i + 1] - b0);
+      s[i + 2] = exp2f(s[i + 2] - b1);
+      s[i + 3] = exp2f(s[i + 3] - b1);
+      ls0 += s[i] + s[i + 1];
+      ls1 += s[i + 2] + s[i + 3];
+    }
+    l0 = l0 * c0 + ls0;
+    l1 = l1 * c1 + ls1;
+    m0 = mn0;
+    m1 = mn1;
+    // c = 1 exactly when a row's maximum did not rise: skip the multiply when that holds for the
+    // whole warp (its O fragment rows), which is most tiles past the first few.
+    if (__any_sync(0xffffffffu, c0 != 1.f || c1 != 1.f)) {
+#pragma unroll
+      for (int i = 0; i < DV / 2; i += 4) {
+        o[i] *= c0; o[i + 1] *= c0; o[i + 2] *= c1; o[i + 3] *= c1;
+      }
+    }
+    uint32_t pa[BK / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < BK / 16; ++kk) {
+      pa[kk][0] = pack_bf162(s[8 * kk], s[8 * kk + 1]);
+      pa[kk][1] = pack_bf162(s[8 * kk + 2], s[8 * kk + 3]);
+      pa[kk][2] = pack_bf162(s[8 * kk + 4], s[8 * kk + 5]);
+      pa[kk][3] = pack_bf162(s[8 * kk + 6], s[8 * kk + 7]);
+    }
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BK / 16; ++kk) wgmma_rs_tb(o, pa[kk], sw128_desc_mn(vaddr + kk * 2048, BK * 128));
+    wgmma_commit();
+    wgmma_wait0();
+    __syncthreads();
+  }
+  cp_async_wait<0>();
+#pragma unroll
+  for (int off = 1; off <= 2; off <<= 1) {
+    l0 += __shfl_xor_sync(0xffffffffu, l0, off);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, off);
+  }
+  const int dtot = DV * a.dv_parts;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const bool valid = half ? valid1 : valid0;
+    if (!valid) continue;
+    const int rho = half ? rho1 : rho0;
+    const long tok = q0 + qt0 + rho / G;
+    const int head = hk * G + rho % G;
+    const float l = half ? l1 : l0;
+    if (a.splits == 1) {
+      const float inv = l > 0.f ? 1.f / l : 0.f;
+      bf16* dst = a.out + (tok * a.hq + head) * dtot + dvp * DV + 2 * t;
+#pragma unroll
+      for (int nd = 0; nd < DV / 8; ++nd)
+        *reinterpret_cast<uint32_t*>(dst + nd * 8) =
+            pack_bf162(o[4 * nd + 2 * half] * inv, o[4 * nd + 2 * half + 1] * inv);
+    } else {
+      const long row = (long(split) * a.total_q + tok) * a.hq + head;
+      float* dst = a.ws_o + row * dtot + dvp * DV + 2 * t;
+#pragma unroll
+      for (int nd = 0; nd < DV / 8; ++nd)
+        *reinterpret_cast<float2*>(dst + nd * 8) = make_float2(o[4 * nd + 2 * half], o[4 * nd + 2 * half + 1]);
+      if (dvp == 0 && t == 0) a.ws_ml[row] = make_float2(half ? m1 : m0, l);
+    }
+  }
+}
+
+template <int D, int BK>
+cudaError_t launch(const AttnArgs& a, int max_q_len, int num_requests, cudaStream_t stream) {
+  constexpr int DV = D > 256 ? 256 : D;
+  using C = Sm90Cfg<D, DV, BK>;
+  auto kern = attn_sm90_kernel<D, DV, BK>;
+  static const cudaError_t attr =  // once per instantiation (one device assumed)
+      cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
+  if (attr != cudaSuccess) return attr;
+  const int tq = kRows / a.g;
+  dim3 grid((max_q_len + tq - 1) / tq, num_requests * a.hkv, a.dv_parts * a.splits);
+  kern<<<grid, kThreads, C::kSmem, stream>>>(a);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_attn_sm90(const AttnArgs& a, int d, int variant, int max_q_len, int num_requests,
+                             cudaStream_t stream) {
+  if (d == 256 && variant == 1) return launch<256, 32>(a, max_q_len, num_requests, stream);
+  if (d == 256 && variant == 2) return launch<256, 64>(a, max_q_len, num_requests, stream);
+  if (d == 512 && (variant == 1 || variant == 2)) return launch<512, 32>(a, max_q_len, num_requests, stream);
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace g4c::cuda
