@@ -59,8 +59,9 @@ size_t attention_workspace_bytes(const AttnBatch& b, int hq, int d, int splits);
 // yet run on a GPU; for its tests and benchmarks). Process-wide.
 void attention_set_decode_kernel(int k);
 // Prefill kernel (queries · G > 16 per request, stored K, d 256 / 512): 0 = the flash kernel
-// (mma.sync, default), 1 / 2 = the Hopper wgmma kernel of attention_sm90.cu with 32 / 64-key
-// tiles at d 256 (32 at d 512) — written 2026-12-02, for its tests and benchmarks. Process-wide.
+// (mma.sync, default), 1 … 4 = the Hopper wgmma kernel of attention_sm90.cu: 32 / 64-key tiles
+// at d 256 (32 at d 512), one warpgroup (1, 2) or two (3, 4) per block — for its tests and
+// benchmarks. Process-wide.
 void attention_set_prefill_kernel(int k);
 
 // q: [total_q][hq][d] bf16; out: [total_q][hq][d] bf16 (must not alias q).

@@ -1,6 +1,7 @@
 // Hopper (sm_90a) prefill attention on wgmma (API: attention.cuh; dispatch in attention.cu).
 //
-// Block = one warpgroup (128 threads) × 64 query rows; a row is one (token, q head) pair and
+// Block = NWG warpgroups (128 threads each) × 64 query rows each, sharing the block's K/V tiles
+// (NWG = 2 halves the loads per row); a row is one (token, q head) pair and
 // the G heads of one kv head are consecutive rows, as in the flash kernel (attention.cu), whose
 // block/tile bookkeeping (attn_block, slots, cp.async row loads) this kernel shares. Per key tile
 // of BK keys:
@@ -11,8 +12,10 @@
 // Q, K and V tiles are stored in the wgmma canonical 128-byte-swizzle layout (cbs in
 // attention_impl.cuh) so that one set of bytes serves as K-major and N-major operand. K/V tiles
 // stream through a 2-stage cp.async pipeline (paged and ring caches: a row's slot per key, as the
-// flash kernel). Tiles that every row of the block sees whole skip the per-element mask; the
-// rescale of O is skipped when no row of the warp raised its maximum (exact either way).
+// flash kernel). Tiles that every row of the block sees whole skip the per-element mask. Lazy
+// rescale: a row's reference maximum only moves when the tile's maximum exceeds it by more than
+// 2^8 (P ≤ 256 otherwise; O and the row sum share the reference, so the result is the same up
+// to rounding), and a warp none of whose rows moved skips the multiply of O.
 // d = 512 splits the output columns over two blocks (DV = 256), as the flash kernel does.
 #include "runtime/cuda/attention.cuh"
 
@@ -25,28 +28,56 @@ using namespace detail;
 
 namespace {
 
-constexpr int kRows = 64;
-constexpr int kThreads = 128;
-
-template <int D, int DV, int BK>
+// NWG warpgroups per block, each its own 64 query rows against the block's shared K/V tiles.
+template <int D, int DV, int BK, int NWG>
 struct Sm90Cfg {
+  static constexpr int kRows = 64 * NWG;
+  static constexpr int kThreads = 128 * NWG;
   static constexpr int kQ = kRows * D * 2;
   static constexpr int kK = BK * D * 2;
   static constexpr int kV = BK * DV * 2;
-  static constexpr int kSlots = 2 * BK * 8;
-  static constexpr int kSmem = kQ + 2 * (kK + kV) + kSlots + 1024;  // + base alignment slack
+  static constexpr int kSmem = kQ + 2 * (kK + kV) + 1024;  // + base alignment slack
   static_assert(kQ % 1024 == 0 && kK % 1024 == 0 && kV % 1024 == 0, "1024-aligned tiles");
 };
 
-template <int D, int DV, int BK>
-__global__ void __launch_bounds__(kThreads) attn_sm90_kernel(const AttnArgs a) {
-  using C = Sm90Cfg<D, DV, BK>;
+// Row offsets (slot · hkv · d elements) of tile `tile`'s BK keys into off[0, BK), threads < BK.
+// Keys ≥ kend (past the block's last query, masked for every row) read key kend − 1's row: any
+// finite row gives P·V = 0 there, an unwritten (possibly NaN) slot would not; no zero fill.
+template <int D, int BK>
+__device__ __forceinline__ void sm90_offsets(long* off, const AttnArgs& a, int r, int tile, int kend, int tid) {
+  if (tid < BK) off[tid] = kv_slot(a.kv, r, min(tile * BK + tid, kend - 1)) * (long(a.hkv) * D);
+}
+
+// K tile (D wide) and V tile (DV wide) rows [0, BK) → shared memory (canonical layout): DV/8
+// threads per row (one V chunk and D/DV K chunks each), NT/(DV/8) rows per pass; one offset
+// read per row for both tiles, addresses with compile-time strides.
+template <int D, int DV, int BK, int NT>
+__device__ __forceinline__ void sm90_load_kv(uint32_t ks, uint32_t vs, const bf16* kbase, const bf16* vbase,
+                                             const long* off, int tid) {
+  constexpr int TPR = DV / 8, RPP = NT / TPR, KU = D / DV;
+  static_assert(NT % TPR == 0 && BK % RPP == 0 && RPP <= 8 && 8 % RPP == 0, "rows per pass");
+  const int rsub = tid / TPR, c = tid % TPR;
+  kbase += c * 8;
+  vbase += c * 8;
+#pragma unroll
+  for (int kr0 = 0; kr0 < BK; kr0 += RPP) {
+    const int kr = kr0 + rsub;
+    const long o = off[kr];
+#pragma unroll
+    for (int u = 0; u < KU; ++u) cp_async16_s(ks + 2 * cbs<BK>(kr, c + u * TPR), kbase + o + u * DV);
+    cp_async16_s(vs + 2 * cbs<BK>(kr, c), vbase + o);
+  }
+}
+
+template <int D, int DV, int BK, int NWG>
+__global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) {
+  using C = Sm90Cfg<D, DV, BK, NWG>;
+  constexpr int kRows = C::kRows, kThreads = C::kThreads;
   extern __shared__ unsigned char smem_raw[];
   unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   bf16* qs = reinterpret_cast<bf16*>(base);
-  bf16* ks0 = reinterpret_cast<bf16*>(base + C::kQ);
-  bf16* vs0 = reinterpret_cast<bf16*>(base + C::kQ + 2 * C::kK);
-  long* sslot = reinterpret_cast<long*>(base + C::kQ + 2 * (C::kK + C::kV));  // [2][BK]
+  const uint32_t qaddr = smem_u32(qs), kaddr0 = qaddr + C::kQ, vaddr0 = kaddr0 + 2 * C::kK;
+  __shared__ long soff[2][BK];
 
   const AttnBlock blk = attn_block<BK>(a, kRows);
   if (blk.qt0 >= blk.qlen) return;
@@ -56,15 +87,16 @@ __global__ void __launch_bounds__(kThreads) attn_sm90_kernel(const AttnArgs a) {
   const int G = a.g;
   const int tid = threadIdx.x;
   attn_load_q<D, kRows, kThreads, true>(qs, a, blk, tid);
-  auto calc_slots = [&](int tile) { attn_calc_slots<BK>(sslot + ((tile - t_lo) & 1) * BK, a.kv, r, tile, kend, tid); };
+  const bf16* kbase = a.kv.k + long(hk) * D;
+  const bf16* vbase = a.kv.v + long(hk) * D + dvp * DV;
+  auto calc_offsets = [&](int tile) { sm90_offsets<D, BK>(soff[(tile - t_lo) & 1], a, r, tile, kend, tid); };
   auto load_kv = [&](int stage, int tile) {
-    attn_load_kv<D, DV, kThreads, BK, true>(ks0 + stage * (BK * D), vs0 + stage * (BK * DV), a, hk, dvp,
-                                             sslot + ((tile - t_lo) & 1) * BK, tid);
+    sm90_load_kv<D, DV, BK, kThreads>(kaddr0 + stage * C::kK, vaddr0 + stage * C::kV, kbase, vbase, soff[(tile - t_lo) & 1], tid);
   };
 
-  const int warp = tid >> 5, lane = tid & 31;
+  const int warp = tid >> 5, lane = tid & 31, wg = warp >> 2;
   const int g = lane >> 2, t = lane & 3;
-  const int rho0 = warp * 16 + g, rho1 = rho0 + 8;
+  const int rho0 = warp * 16 + g, rho1 = rho0 + 8;  // warpgroup wg: rows [64·wg, 64·wg + 64)
   const bool valid0 = rho0 / G < ntq, valid1 = rho1 / G < ntq;
   const int p0 = ctx + qt0 + rho0 / G, p1 = ctx + qt0 + rho1 / G;
   // Keys every valid row of the block sees: j ≤ pmin, and j > pmax − window.
@@ -75,13 +107,16 @@ __global__ void __launch_bounds__(kThreads) attn_sm90_kernel(const AttnArgs a) {
   for (int i = 0; i < DV / 2; ++i) o[i] = 0.f;
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
 
-  if (t_lo < t_hi) calc_slots(t_lo);
-  if (t_lo + 1 < t_hi) calc_slots(t_lo + 1);
+  if (t_lo < t_hi) calc_offsets(t_lo);
+  if (t_lo + 1 < t_hi) calc_offsets(t_lo + 1);
   __syncthreads();
   if (t_lo < t_hi) load_kv(0, t_lo);
   cp_async_commit();
-  const uint32_t qaddr = smem_u32(qs);
-  const uint32_t kaddr0 = smem_u32(ks0), vaddr0 = smem_u32(vs0);
+  // Descriptors: Q once, K and V per stage; a k step adds a compile-time byte offset / 16 to the
+  // start-address field (no carry: shared addresses < 256 KB).
+  const uint64_t dq = sw128_desc(qaddr + wg * (64 * 128));  // the warpgroup's 64 rows of each column block
+  const uint64_t dk[2] = {sw128_desc(kaddr0), sw128_desc(kaddr0 + C::kK)};
+  const uint64_t dv[2] = {sw128_desc_mn(vaddr0, BK * 128), sw128_desc_mn(vaddr0 + C::kV, BK * 128)};
   for (int tile = t_lo; tile < t_hi; ++tile) {
     const int st = (tile - t_lo) & 1;
     if (tile + 1 < t_hi) load_kv(st ^ 1, tile + 1);
@@ -89,10 +124,10 @@ __global__ void __launch_bounds__(kThreads) attn_sm90_kernel(const AttnArgs a) {
     cp_async_wait<1>();
     fence_proxy_async();  // cp.async writes (generic proxy) → wgmma reads (async proxy)
     __syncthreads();
-    // Reuses tile's slot buffer: every thread issued tile's loads before the barrier above;
+    // Reuses tile's offset buffer: every thread issued tile's loads before the barrier above;
     // the barrier at the end of this iteration publishes it to load_kv(tile + 2).
-    if (tile + 2 < t_hi) calc_slots(tile + 2);
-    const uint32_t kaddr = kaddr0 + st * C::kK, vaddr = vaddr0 + st * C::kV;
+    if (tile + 2 < t_hi) calc_offsets(tile + 2);
+    const uint64_t dks = st ? dk[1] : dk[0], dvs = st ? dv[1] : dv[0];
 
     float s[BK / 2];
 #pragma unroll
@@ -100,8 +135,8 @@ __global__ void __launch_bounds__(kThreads) attn_sm90_kernel(const AttnArgs a) {
     wgmma_fence();
 #pragma unroll
     for (int kd = 0; kd < D / 16; ++kd)
-      wgmma_ss(s, sw128_desc(qaddr + (kd >> 2) * (kRows * 128) + (kd & 3) * 32),
-               sw128_desc(kaddr + (kd >> 2) * (BK * 128) + (kd & 3) * 32));
+      wgmma_ss(s, dq + (((kd >> 2) * (kRows * 128) + (kd & 3) * 32) >> 4),
+               dks + (((kd >> 2) * (BK * 128) + (kd & 3) * 32) >> 4));
     wgmma_commit();
     wgmma_wait0();
 
@@ -135,9 +170,11 @@ __global__ void __launch_bounds__(kThreads) attn_sm90_kernel(const AttnArgs a) {
       mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, off));
       mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, off));
     }
-    const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+    // Lazy rescale (see the top): the reference moves only when the tile's maximum exceeds it by
+    // more than 8 (c = 1 otherwise; also while a row has seen no visible key).
+    const float mn0 = mx0 > m0 + 8.f ? mx0 : m0, mn1 = mx1 > m1 + 8.f ? mx1 : m1;
     const float b0 = mn0 == -INFINITY ? 0.f : mn0, b1 = mn1 == -INFINITY ? 0.f : mn1;
-    const float c0 = exp2f(m0 - b0), c1 = exp2f(m1 - b1);
+    const float c0 = mn0 == m0 ? 1.f : exp2f(m0 - b0), c1 = mn1 == m1 ? 1.f : exp2f(m1 - b1);
     float ls0 = 0.f, ls1 = 0.f;
 #pragma unroll
     for (int i = 0; i < BK / 2; i += 4) {
@@ -152,8 +189,7 @@ __global__ void __launch_bounds__(kThreads) attn_sm90_kernel(const AttnArgs a) {
     l1 = l1 * c1 + ls1;
     m0 = mn0;
     m1 = mn1;
-    // c = 1 exactly when a row's maximum did not rise: skip the multiply when that holds for the
-    // whole warp (its O fragment rows), which is most tiles past the first few.
+    // Skip the multiply when no row of the warp moved its reference (most tiles).
     if (__any_sync(0xffffffffu, c0 != 1.f || c1 != 1.f)) {
 #pragma unroll
       for (int i = 0; i < DV / 2; i += 4) {
@@ -170,7 +206,7 @@ __global__ void __launch_bounds__(kThreads) attn_sm90_kernel(const AttnArgs a) {
     }
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < BK / 16; ++kk) wgmma_rs_tb(o, pa[kk], sw128_desc_mn(vaddr + kk * 2048, BK * 128));
+    for (int kk = 0; kk < BK / 16; ++kk) wgmma_rs_tb(o, pa[kk], dvs + ((kk * 2048) >> 4));
     wgmma_commit();
     wgmma_wait0();
     __syncthreads();
@@ -208,17 +244,17 @@ __global__ void __launch_bounds__(kThreads) attn_sm90_kernel(const AttnArgs a) {
   }
 }
 
-template <int D, int BK>
+template <int D, int BK, int NWG>
 cudaError_t launch(const AttnArgs& a, int max_q_len, int num_requests, cudaStream_t stream) {
   constexpr int DV = D > 256 ? 256 : D;
-  using C = Sm90Cfg<D, DV, BK>;
-  auto kern = attn_sm90_kernel<D, DV, BK>;
+  using C = Sm90Cfg<D, DV, BK, NWG>;
+  auto kern = attn_sm90_kernel<D, DV, BK, NWG>;
   static const cudaError_t attr =  // once per instantiation (one device assumed)
       cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
   if (attr != cudaSuccess) return attr;
-  const int tq = kRows / a.g;
+  const int tq = C::kRows / a.g;
   dim3 grid((max_q_len + tq - 1) / tq, num_requests * a.hkv, a.dv_parts * a.splits);
-  kern<<<grid, kThreads, C::kSmem, stream>>>(a);
+  kern<<<grid, C::kThreads, C::kSmem, stream>>>(a);
   return cudaGetLastError();
 }
 
@@ -226,9 +262,15 @@ cudaError_t launch(const AttnArgs& a, int max_q_len, int num_requests, cudaStrea
 
 cudaError_t launch_attn_sm90(const AttnArgs& a, int d, int variant, int max_q_len, int num_requests,
                              cudaStream_t stream) {
-  if (d == 256 && variant == 1) return launch<256, 32>(a, max_q_len, num_requests, stream);
-  if (d == 256 && variant == 2) return launch<256, 64>(a, max_q_len, num_requests, stream);
-  if (d == 512 && (variant == 1 || variant == 2)) return launch<512, 32>(a, max_q_len, num_requests, stream);
+  // 1: BK 32, one warpgroup; 2: BK 64, one; 3: BK 32, two; 4: BK 64, two (d = 512: BK 32 only, 64
+  // would not fit the registers; 4 = 3 there). Shared memory: 1 ≈ 97 KB, 2 ≈ 161 KB, 3 ≈ 129 KB,
+  // 4 ≈ 193 KB at d = 256; d = 512: 1 ≈ 161 KB, 3 ≈ 225 KB.
+  if (d == 256 && variant == 1) return launch<256, 32, 1>(a, max_q_len, num_requests, stream);
+  if (d == 256 && variant == 2) return launch<256, 64, 1>(a, max_q_len, num_requests, stream);
+  if (d == 256 && variant == 3) return launch<256, 32, 2>(a, max_q_len, num_requests, stream);
+  if (d == 256 && variant == 4) return launch<256, 64, 2>(a, max_q_len, num_requests, stream);
+  if (d == 512 && (variant == 1 || variant == 2)) return launch<512, 32, 1>(a, max_q_len, num_requests, stream);
+  if (d == 512 && (variant == 3 || variant == 4)) return launch<512, 32, 2>(a, max_q_len, num_requests, stream);
   return cudaErrorInvalidValue;
 }
 

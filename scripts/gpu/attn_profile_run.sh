@@ -5,16 +5,17 @@
 # kb.xz (g4c_gpu_kernels_bench), db.xz (g4c_gpu_decode_bench), optional kt.xz (g4c_gpu_kernels_test:
 # attention tests, memcheck, racecheck first). DECODE=0 skips the decode GEMM tables. Logs in
 # $OUT/attn.tar.xz. NCU_CASES: "B,ctx,d" words for G4C_BENCH_ATTN (B = -1: the prefill case);
-# NCU_K: the kernel regex (default attn_kernel); RACE: the racecheck gtest filter.
+# NCU_K: the kernel regex (default attn_kernel); RACE / MEMF: the racecheck / memcheck gtest filters.
 O=/tmp/g4c-attn; C=.devpack-a; mkdir -p $O /tmp/ab
-t() { echo "[attn +${SECONDS}s] $*"; }
+# Each stage first re-packs the logs so far into $OUT (a call cut off by its limit keeps them).
+t() { tar cf - -C $O . | xz -1 -T0 > $OUT/attn.tar.xz; echo "[attn +${SECONDS}s] $*"; }
 for b in kb db kt; do [ -f $C/$b.xz ] && xz -dc $C/$b.xz > /tmp/ab/$b && chmod +x /tmp/ab/$b; done
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
 if [ -x /tmp/ab/kt ]; then  # kt.xz = g4c_gpu_kernels_test: attention tests, memcheck, racecheck
   t "attention + decode GEMM tests"; timeout 180 /tmp/ab/kt --gtest_filter='GpuAttention.*:GpuW4Decode.*' > $O/attn_tests.log 2>&1; echo "rc=$?"
   grep -E "^\[ +(FAILED|PASSED) +\]|Failure|Expected|Which" $O/attn_tests.log | head
   t "memcheck"; timeout 300 compute-sanitizer --tool memcheck --leak-check no --error-exitcode 3 /tmp/ab/kt \
-    --gtest_filter='GpuAttention.*' > $O/attn_memcheck.log 2>&1; echo "rc=$?"; tail -2 $O/attn_memcheck.log
+    --gtest_filter="${MEMF:-GpuAttention.*}" > $O/attn_memcheck.log 2>&1; echo "rc=$?"; tail -2 $O/attn_memcheck.log
   t "racecheck"; timeout 150 compute-sanitizer --tool racecheck --error-exitcode 3 /tmp/ab/kt \
     --gtest_filter="${RACE:-GpuAttention.DecodeSplitKv:GpuAttention.PrefillRingSliding}" > $O/attn_racecheck.log 2>&1; echo "rc=$?"; tail -2 $O/attn_racecheck.log
 fi
@@ -47,4 +48,3 @@ if len(rows)>=3:
 "
 done
 t done
-tar cJf $OUT/attn.tar.xz -C $O .

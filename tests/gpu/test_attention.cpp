@@ -346,13 +346,14 @@ TEST(GpuAttention, DecodeCooperativeKernel) {
   run_attn({64, 8, 2, 0, true, 16, {{300, 1}, {5, 2}}, 2});
 }
 
-// The Hopper wgmma prefill kernel (attention_sm90.cu, opt-in), both key-tile variants: the
+// The Hopper wgmma prefill kernel (attention_sm90.cu, opt-in), its four variants (key tile 32 /
+// 64 × one / two warpgroups per block; d 512 runs 1 and 3 twice, as 2 / 4 map there): the
 // prefill cases above at d 256 / 512, plus chunks long enough for whole (unmasked) tiles and
 // the skipped rescale, every GQA width the API allows at d 256 (G = 1 … 16: 64 … 4 tokens per
 // block), and split-KV over a prefill chunk (the workspace path). Same reference and bound.
 TEST(GpuAttention, PrefillHopperKernel) {
   G4C_REQUIRE_GPU();
-  for (int variant : {1, 2}) {
+  for (int variant : {1, 2, 3, 4}) {
     struct Use {
       explicit Use(int v) { cuda::attention_set_prefill_kernel(v); }
       ~Use() { cuda::attention_set_prefill_kernel(0); }
