@@ -277,27 +277,39 @@ int num_sms() {
   return sms;
 }
 
-int g_decode_kernel = 0;
-int g_prefill_kernel = 0;
+int g_decode_kernel = 1;
+int g_prefill_kernel = -1;
+// The sm90 variant prefill takes by default: 64-key tiles and two warpgroups at d 256 (32-key
+// at d 512, where 4 = 3). H200, 2026-12-02: hd256 window 1024 at 2k tokens 100.1 µs against
+// 228.4 for the flash kernel and 124–140 for variants 1–3 (BENCHMARKS.md "Attention").
+constexpr int kSm90Default = 4;
 
 }  // namespace
 
 void attention_set_decode_kernel(int k) { g_decode_kernel = k; }
 void attention_set_prefill_kernel(int k) { g_prefill_kernel = k; }
 
-int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window, int sms) {
+int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window, int sms, bool k_from_v) {
   const int g = hq / hkv;
   if (b.max_q_len * g > 16) return 1;  // prefill-sized: enough blocks without splitting
   const int dv_parts = d > 256 ? 2 : 1;
   const long blocks = long(b.num_requests) * hkv * dv_parts;
   const int keys = window > 0 ? std::min(b.max_kv_len, window + b.max_q_len) : b.max_kv_len;
-  // Decode blocks are one warp: ≈8 per SM, down to one 32-key tile per split. (2026-12-02, H200:
-  // a one-wave rule — 3 resident blocks per SM at d 256, ≥ 3 tiles per split — measured 15%
-  // (B = 16, 2k) and 35% (B = 1, 8k) slower than this rule's 2026-11-29 figures; BENCHMARKS.md
-  // "Attention" has the split sweep.)
+  const int tiles = std::max(1, (keys + kBK - 1) / kBK);
   const int nsm = sms > 0 ? sms : num_sms();
-  int s = int((8L * nsm + blocks - 1) / blocks);
-  s = std::min(s, std::max(1, (keys + kBK - 1) / kBK));
+  int s;
+  if (g_decode_kernel == 1 && !k_from_v) {
+    // Cooperative kernel: one wave of resident blocks (3 per SM at d ≤ 256, 1 at d 512: shared
+    // memory), ≥ 2 key tiles per split. Fitted to the split sweep of 2026-12-02 (H200, every
+    // case within 6% of its sweep's best at B = 5 and 16; B = 1 takes fewer splits than one wave
+    // would give: the partial-output merge grows with the split count).
+    s = int((long(attn_decode_coop_blocks_per_sm(d)) * nsm + blocks - 1) / blocks);
+    s = std::min(s, (tiles + 1) / 2);
+  } else {
+    // One-warp flash blocks: ≈8 per SM, down to one 32-key tile per split (2026-11-29 sweep).
+    s = int((8L * nsm + blocks - 1) / blocks);
+    s = std::min(s, tiles);
+  }
   return std::max(1, std::min(s, 64));
 }
 
@@ -347,8 +359,9 @@ cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, 
   cudaError_t err;
   if (small && !kv.k_norm && g_decode_kernel == 1) {
     err = launch_attn_decode_coop(a, d, b.num_requests, stream);
-  } else if (!small && !kv.k_norm && (d == 256 || d == 512) && g_prefill_kernel > 0) {
-    err = launch_attn_sm90(a, d, g_prefill_kernel, b.max_q_len, b.num_requests, stream);
+  } else if (!small && !kv.k_norm && (d == 256 || d == 512) && g_prefill_kernel != 0) {
+    err = launch_attn_sm90(a, d, g_prefill_kernel < 0 ? kSm90Default : g_prefill_kernel, b.max_q_len,
+                           b.num_requests, stream);
   } else if (kv.k_norm) {  // K=V once: k_eq_v full layers (tiny d 128, 12B d 512)
     switch (d) {
       case 128: err = small ? launch_attn<128, 1, true>(a, b.max_q_len, b.num_requests, stream)

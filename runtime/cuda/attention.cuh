@@ -48,20 +48,23 @@ struct AttnBatch {
   int max_kv_len = 0;            // host: max ctx_len + q_len
 };
 
-// Heuristic number of KV splits (1 for prefill-sized chunks; more for decode at long context).
-// sms: SMs the launch may use (the stream's green context); 0 = the device's.
-int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window = 0, int sms = 0);
+// Heuristic number of KV splits (1 for prefill-sized chunks; more for decode at long context),
+// for the decode kernel the call will take (attention_set_decode_kernel; k_from_v: the cache
+// has k_norm, which takes the flash kernel). sms: SMs the launch may use (the stream's green
+// context); 0 = the device's.
+int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window = 0, int sms = 0,
+                         bool k_from_v = false);
 // Workspace (fp32 partial outputs + softmax state) for `splits` > 1; 0 when splits == 1.
 size_t attention_workspace_bytes(const AttnBatch& b, int hq, int d, int splits);
 
-// Decode kernel (queries · G ≤ 16 per request, stored K): 0 = the flash kernel's one-warp blocks
-// (default), 1 = the cooperative 4-warp kernel of attention_decode.cu (written 2026-12-02, not
-// yet run on a GPU; for its tests and benchmarks). Process-wide.
+// Decode kernel (queries · G ≤ 16 per request, stored K): 1 = the cooperative 4-warp kernel of
+// attention_decode.cu (default), 0 = the flash kernel's one-warp blocks. Process-wide; for
+// tests and benchmarks.
 void attention_set_decode_kernel(int k);
-// Prefill kernel (queries · G > 16 per request, stored K, d 256 / 512): 0 = the flash kernel
-// (mma.sync, default), 1 … 4 = the Hopper wgmma kernel of attention_sm90.cu: 32 / 64-key tiles
-// at d 256 (32 at d 512), one warpgroup (1, 2) or two (3, 4) per block — for its tests and
-// benchmarks. Process-wide.
+// Prefill kernel (queries · G > 16 per request, stored K, d 256 / 512): −1 = the default (the
+// Hopper wgmma kernel of attention_sm90.cu, its fastest variant), 0 = the flash kernel
+// (mma.sync; also d 64 / 128 and K from V), 1 … 6 = a given sm90 variant (attention_sm90.cu).
+// Process-wide; for tests and benchmarks.
 void attention_set_prefill_kernel(int k);
 
 // q: [total_q][hq][d] bf16; out: [total_q][hq][d] bf16 (must not alias q).

@@ -1,6 +1,7 @@
-// Cooperative decode attention (API in attention.cuh: attention_set_decode_kernel(1) selects it;
-// NOT the default and NOT yet run on a GPU — written 2026-12-02 from the ncu profile below, to be
-// tested and measured before it is dispatched).
+// Cooperative decode attention: the default decode kernel for stored K (attention.cuh,
+// attention_set_decode_kernel). Written 2026-12-02 from the ncu profile below; on the H200 the
+// same day it passed the GpuAttention tests and compute-sanitizer, and took decode B = 16, hd256
+// window 1024 at 2k context from 77.8 to 49.9 µs (44% → 68% of copy bandwidth; BENCHMARKS.md).
 //
 // Why: the flash kernel's decode blocks (attention.cu, NW = 1) are one warp of 16 query rows
 // with 242 registers and 74 KB of shared memory (two 32-key K/V stages + Q), so an SM holds 3
@@ -202,16 +203,41 @@ __global__ void __launch_bounds__(kCW * 32) attn_decode_coop_kernel(const AttnAr
   }
 }
 
+// The instantiation for D with its shared-memory attribute set (once; one device assumed).
+template <int D>
+auto kernel_for(cudaError_t* err) {
+  constexpr int DV = D > 256 ? 256 : D;
+  auto kern = attn_decode_coop_kernel<D, DV>;
+  static const cudaError_t attr =
+      cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, CoopCfg<D, DV>::kSmem);
+  *err = attr;
+  return kern;
+}
+
 template <int D>
 cudaError_t launch(const AttnArgs& a, int num_requests, cudaStream_t stream) {
   constexpr int DV = D > 256 ? 256 : D;
-  using C = CoopCfg<D, DV>;
-  auto kern = attn_decode_coop_kernel<D, DV>;
-  static const cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
-  if (attr != cudaSuccess) return attr;
+  cudaError_t err;
+  auto kern = kernel_for<D>(&err);
+  if (err != cudaSuccess) return err;
   dim3 grid(1, num_requests * a.hkv, a.dv_parts * a.splits);  // decode: ≤ 16/G queries per request
-  kern<<<grid, kCW * 32, C::kSmem, stream>>>(a);
+  kern<<<grid, kCW * 32, CoopCfg<D, DV>::kSmem, stream>>>(a);
   return cudaGetLastError();
+}
+
+template <int D>
+int resident() {
+  static const int n = [] {
+    constexpr int DV = D > 256 ? 256 : D;
+    cudaError_t err;
+    auto kern = kernel_for<D>(&err);
+    int v = 0;
+    if (err != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, kern, kCW * 32, CoopCfg<D, DV>::kSmem) != cudaSuccess)
+      v = 1;
+    return v < 1 ? 1 : v;
+  }();
+  return n;
 }
 
 }  // namespace
@@ -223,6 +249,16 @@ cudaError_t launch_attn_decode_coop(const AttnArgs& a, int d, int num_requests, 
     case 256: return launch<256>(a, num_requests, stream);
     case 512: return launch<512>(a, num_requests, stream);
     default: return cudaErrorInvalidValue;
+  }
+}
+
+int attn_decode_coop_blocks_per_sm(int d) {
+  switch (d) {
+    case 64: return resident<64>();
+    case 128: return resident<128>();
+    case 256: return resident<256>();
+    case 512: return resident<512>();
+    default: return 1;
   }
 }
 

@@ -163,8 +163,10 @@ __device__ __forceinline__ void attn_load_kv(bf16* ks, bf16* vs, const AttnArgs&
 
 // The cooperative decode kernel (attention_decode.cu); same arguments as launch_attn, stored K only.
 cudaError_t launch_attn_decode_coop(const detail::AttnArgs& a, int d, int num_requests, cudaStream_t stream);
-// The Hopper wgmma prefill kernel (attention_sm90.cu), d ∈ {256, 512}, stored K; variant 1 or 2
-// (key tile 32 or 64 at d 256; 32 at d 512). cudaErrorInvalidValue for another d or variant.
+// Its blocks resident per SM at head dim d (occupancy API; shared memory bounds it), ≥ 1.
+int attn_decode_coop_blocks_per_sm(int d);
+// The Hopper wgmma prefill kernel (attention_sm90.cu), d ∈ {256, 512}, stored K; variants in
+// attention_sm90.cu. cudaErrorInvalidValue for another d or variant.
 cudaError_t launch_attn_sm90(const detail::AttnArgs& a, int d, int variant, int max_q_len, int num_requests,
                              cudaStream_t stream);
 

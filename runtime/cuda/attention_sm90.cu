@@ -12,10 +12,11 @@
 // Q, K and V tiles are stored in the wgmma canonical 128-byte-swizzle layout (cbs in
 // attention_impl.cuh) so that one set of bytes serves as K-major and N-major operand. K/V tiles
 // stream through a 2-stage cp.async pipeline (paged and ring caches: a row's slot per key, as the
-// flash kernel). Tiles that every row of the block sees whole skip the per-element mask. Lazy
+// flash kernel); PIPE overlaps one tile's softmax with the previous tile's P·V (below). Tiles that every row of the block sees whole skip the per-element mask. Lazy
 // rescale: a row's reference maximum only moves when the tile's maximum exceeds it by more than
 // 2^8 (P ≤ 256 otherwise; O and the row sum share the reference, so the result is the same up
-// to rounding), and a warp none of whose rows moved skips the multiply of O.
+// to rounding), and a warp none of whose rows moved skips the multiply of O. Exponentials are
+// one MUFU.EX2 each (fast_exp2).
 // d = 512 splits the output columns over two blocks (DV = 256), as the flash kernel does.
 #include "runtime/cuda/attention.cuh"
 
@@ -48,10 +49,10 @@ __device__ __forceinline__ void sm90_offsets(long* off, const AttnArgs& a, int r
   if (tid < BK) off[tid] = kv_slot(a.kv, r, min(tile * BK + tid, kend - 1)) * (long(a.hkv) * D);
 }
 
-// K tile (D wide) and V tile (DV wide) rows [0, BK) → shared memory (canonical layout): DV/8
+// K tile (D wide) and/or V tile (DV wide) rows [0, BK) → shared memory (canonical layout): DV/8
 // threads per row (one V chunk and D/DV K chunks each), NT/(DV/8) rows per pass; one offset
 // read per row for both tiles, addresses with compile-time strides.
-template <int D, int DV, int BK, int NT>
+template <int D, int DV, int BK, int NT, bool LK = true, bool LV = true>
 __device__ __forceinline__ void sm90_load_kv(uint32_t ks, uint32_t vs, const bf16* kbase, const bf16* vbase,
                                              const long* off, int tid) {
   constexpr int TPR = DV / 8, RPP = NT / TPR, KU = D / DV;
@@ -63,35 +64,50 @@ __device__ __forceinline__ void sm90_load_kv(uint32_t ks, uint32_t vs, const bf1
   for (int kr0 = 0; kr0 < BK; kr0 += RPP) {
     const int kr = kr0 + rsub;
     const long o = off[kr];
+    if constexpr (LK) {
 #pragma unroll
-    for (int u = 0; u < KU; ++u) cp_async16_s(ks + 2 * cbs<BK>(kr, c + u * TPR), kbase + o + u * DV);
-    cp_async16_s(vs + 2 * cbs<BK>(kr, c), vbase + o);
+      for (int u = 0; u < KU; ++u) cp_async16_s(ks + 2 * cbs<BK>(kr, c + u * TPR), kbase + o + u * DV);
+    }
+    if constexpr (LV) cp_async16_s(vs + 2 * cbs<BK>(kr, c), vbase + o);
   }
 }
 
-template <int D, int DV, int BK, int NWG>
+// PIPE (FA3's intra-warpgroup overlap): tile i's S = Q·Kᵢᵀ and tile i−1's O += Pᵢ₋₁·Vᵢ₋₁ are
+// issued together; the softmax of tile i runs while the tensor cores finish P·V, and O is
+// rescaled only after that. K and V stream one tile apart (Kᵢ₊₁ and Vᵢ loaded in iteration i),
+// so two stages of each still suffice, with three row-offset buffers and one barrier per tile.
+template <int D, int DV, int BK, int NWG, bool PIPE>
 __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) {
   using C = Sm90Cfg<D, DV, BK, NWG>;
   constexpr int kRows = C::kRows, kThreads = C::kThreads;
+  constexpr int NOFF = PIPE ? 3 : 2;
   extern __shared__ unsigned char smem_raw[];
   unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   bf16* qs = reinterpret_cast<bf16*>(base);
   const uint32_t qaddr = smem_u32(qs), kaddr0 = qaddr + C::kQ, vaddr0 = kaddr0 + 2 * C::kK;
-  __shared__ long soff[2][BK];
+  __shared__ long soff[NOFF][BK];
 
   const AttnBlock blk = attn_block<BK>(a, kRows);
   if (blk.qt0 >= blk.qlen) return;
   const int r = blk.r, hk = blk.hk, dvp = blk.dvp, split = blk.split;
   const int q0 = blk.q0, ctx = blk.ctx, qt0 = blk.qt0, ntq = blk.ntq, kend = blk.kend;
-  const int t_lo = blk.t_lo, t_hi = blk.t_hi;
+  const int t_lo = blk.t_lo, t_hi = blk.t_hi, n = t_hi - t_lo;
   const int G = a.g;
   const int tid = threadIdx.x;
   attn_load_q<D, kRows, kThreads, true>(qs, a, blk, tid);
   const bf16* kbase = a.kv.k + long(hk) * D;
   const bf16* vbase = a.kv.v + long(hk) * D + dvp * DV;
-  auto calc_offsets = [&](int tile) { sm90_offsets<D, BK>(soff[(tile - t_lo) & 1], a, r, tile, kend, tid); };
-  auto load_kv = [&](int stage, int tile) {
-    sm90_load_kv<D, DV, BK, kThreads>(kaddr0 + stage * C::kK, vaddr0 + stage * C::kV, kbase, vbase, soff[(tile - t_lo) & 1], tid);
+  // Tile index i is relative (tile t_lo + i); its offsets live in soff[i % NOFF].
+  auto offs = [&](int i) { return soff[PIPE ? i % 3 : i & 1]; };
+  auto calc_offsets = [&](int i) { sm90_offsets<D, BK>(offs(i), a, r, t_lo + i, kend, tid); };
+  auto load_k = [&](int i) {
+    sm90_load_kv<D, DV, BK, kThreads, true, false>(kaddr0 + (i & 1) * C::kK, 0, kbase, vbase, offs(i), tid);
+  };
+  auto load_v = [&](int i) {
+    sm90_load_kv<D, DV, BK, kThreads, false, true>(0, vaddr0 + (i & 1) * C::kV, kbase, vbase, offs(i), tid);
+  };
+  auto load_kv = [&](int i) {
+    sm90_load_kv<D, DV, BK, kThreads>(kaddr0 + (i & 1) * C::kK, vaddr0 + (i & 1) * C::kV, kbase, vbase, offs(i), tid);
   };
 
   const int warp = tid >> 5, lane = tid & 31, wg = warp >> 2;
@@ -107,61 +123,63 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
   for (int i = 0; i < DV / 2; ++i) o[i] = 0.f;
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
 
-  if (t_lo < t_hi) calc_offsets(t_lo);
-  if (t_lo + 1 < t_hi) calc_offsets(t_lo + 1);
+  if (n > 0) calc_offsets(0);
+  if (n > 1) calc_offsets(1);
   __syncthreads();
-  if (t_lo < t_hi) load_kv(0, t_lo);
+  if (n > 0) {
+    if constexpr (PIPE) load_k(0); else load_kv(0);
+  }
   cp_async_commit();
   // Descriptors: Q once, K and V per stage; a k step adds a compile-time byte offset / 16 to the
   // start-address field (no carry: shared addresses < 256 KB).
   const uint64_t dq = sw128_desc(qaddr + wg * (64 * 128));  // the warpgroup's 64 rows of each column block
   const uint64_t dk[2] = {sw128_desc(kaddr0), sw128_desc(kaddr0 + C::kK)};
   const uint64_t dv[2] = {sw128_desc_mn(vaddr0, BK * 128), sw128_desc_mn(vaddr0 + C::kV, BK * 128)};
-  for (int tile = t_lo; tile < t_hi; ++tile) {
-    const int st = (tile - t_lo) & 1;
-    if (tile + 1 < t_hi) load_kv(st ^ 1, tile + 1);
-    cp_async_commit();
-    cp_async_wait<1>();
-    fence_proxy_async();  // cp.async writes (generic proxy) → wgmma reads (async proxy)
-    __syncthreads();
-    // Reuses tile's offset buffer: every thread issued tile's loads before the barrier above;
-    // the barrier at the end of this iteration publishes it to load_kv(tile + 2).
-    if (tile + 2 < t_hi) calc_offsets(tile + 2);
-    const uint64_t dks = st ? dk[1] : dk[0], dvs = st ? dv[1] : dv[0];
 
-    float s[BK / 2];
+  float s[BK / 2];
+  uint32_t pa[BK / 16][4];
+  auto issue_s = [&](int i) {
+    const uint64_t dks = (i & 1) ? dk[1] : dk[0];
 #pragma unroll
-    for (int i = 0; i < BK / 2; ++i) s[i] = 0.f;
+    for (int j = 0; j < BK / 2; ++j) s[j] = 0.f;
     wgmma_fence();
 #pragma unroll
     for (int kd = 0; kd < D / 16; ++kd)
       wgmma_ss(s, dq + (((kd >> 2) * (kRows * 128) + (kd & 3) * 32) >> 4),
                dks + (((kd >> 2) * (BK * 128) + (kd & 3) * 32) >> 4));
     wgmma_commit();
-    wgmma_wait0();
-
-    const int j0 = tile * BK;
+  };
+  auto issue_pv = [&](int i) {
+    const uint64_t dvs = (i & 1) ? dv[1] : dv[0];
+    if constexpr (PIPE) wgmma_fence();  // its own arrive: S and P·V are separate pipeline stages
+#pragma unroll
+    for (int kk = 0; kk < BK / 16; ++kk) wgmma_rs_tb(o, pa[kk], dvs + ((kk * 2048) >> 4));
+    wgmma_commit();
+  };
+  // Tile i's scores in s → P (unnormalized, in s), m and l updated; c0 / c1: O's rescale factors.
+  auto softmax = [&](int i, float& c0, float& c1) {
+    const int j0 = (t_lo + i) * BK;
     const bool whole = j0 + BK - 1 <= pmin && (a.window == 0 || j0 > pmax - a.window);
     float mx0 = -INFINITY, mx1 = -INFINITY;
     if (whole) {
 #pragma unroll
-      for (int i = 0; i < BK / 2; i += 4) {
-        s[i] *= a.scale_log2;
-        s[i + 1] *= a.scale_log2;
-        s[i + 2] *= a.scale_log2;
-        s[i + 3] *= a.scale_log2;
-        mx0 = fmaxf(mx0, fmaxf(s[i], s[i + 1]));
-        mx1 = fmaxf(mx1, fmaxf(s[i + 2], s[i + 3]));
+      for (int k = 0; k < BK / 2; k += 4) {
+        s[k] *= a.scale_log2;
+        s[k + 1] *= a.scale_log2;
+        s[k + 2] *= a.scale_log2;
+        s[k + 3] *= a.scale_log2;
+        mx0 = fmaxf(mx0, fmaxf(s[k], s[k + 1]));
+        mx1 = fmaxf(mx1, fmaxf(s[k + 2], s[k + 3]));
       }
     } else {
 #pragma unroll
-      for (int i = 0; i < BK / 2; ++i) {
-        const int j = j0 + (i >> 2) * 8 + 2 * t + (i & 1);
-        const bool hi = (i >> 1) & 1;
+      for (int k = 0; k < BK / 2; ++k) {
+        const int j = j0 + (k >> 2) * 8 + 2 * t + (k & 1);
+        const bool hi = (k >> 1) & 1;
         const int p = hi ? p1 : p0;
         const bool vis = (hi ? valid1 : valid0) && j <= p && (a.window == 0 || j > p - a.window);
-        const float v = vis ? s[i] * a.scale_log2 : -INFINITY;
-        s[i] = v;
+        const float v = vis ? s[k] * a.scale_log2 : -INFINITY;
+        s[k] = v;
         if (hi) mx1 = fmaxf(mx1, v); else mx0 = fmaxf(mx0, v);
       }
     }
@@ -174,29 +192,31 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
     // more than 8 (c = 1 otherwise; also while a row has seen no visible key).
     const float mn0 = mx0 > m0 + 8.f ? mx0 : m0, mn1 = mx1 > m1 + 8.f ? mx1 : m1;
     const float b0 = mn0 == -INFINITY ? 0.f : mn0, b1 = mn1 == -INFINITY ? 0.f : mn1;
-    const float c0 = mn0 == m0 ? 1.f : exp2f(m0 - b0), c1 = mn1 == m1 ? 1.f : exp2f(m1 - b1);
+    c0 = mn0 == m0 ? 1.f : fast_exp2(m0 - b0);
+    c1 = mn1 == m1 ? 1.f : fast_exp2(m1 - b1);
     float ls0 = 0.f, ls1 = 0.f;
 #pragma unroll
-    for (int i = 0; i < BK / 2; i += 4) {
-      s[i] = exp2f(s[i] - b0);
-      s[i + 1] = exp2f(s[i + 1] - b0);
-      s[i + 2] = exp2f(s[i + 2] - b1);
-      s[i + 3] = exp2f(s[i + 3] - b1);
-      ls0 += s[i] + s[i + 1];
-      ls1 += s[i + 2] + s[i + 3];
+    for (int k = 0; k < BK / 2; k += 4) {
+      s[k] = fast_exp2(s[k] - b0);
+      s[k + 1] = fast_exp2(s[k + 1] - b0);
+      s[k + 2] = fast_exp2(s[k + 2] - b1);
+      s[k + 3] = fast_exp2(s[k + 3] - b1);
+      ls0 += s[k] + s[k + 1];
+      ls1 += s[k + 2] + s[k + 3];
     }
     l0 = l0 * c0 + ls0;
     l1 = l1 * c1 + ls1;
     m0 = mn0;
     m1 = mn1;
+  };
+  auto rescale_pack = [&](float c0, float c1) {
     // Skip the multiply when no row of the warp moved its reference (most tiles).
     if (__any_sync(0xffffffffu, c0 != 1.f || c1 != 1.f)) {
 #pragma unroll
-      for (int i = 0; i < DV / 2; i += 4) {
-        o[i] *= c0; o[i + 1] *= c0; o[i + 2] *= c1; o[i + 3] *= c1;
+      for (int k = 0; k < DV / 2; k += 4) {
+        o[k] *= c0; o[k + 1] *= c0; o[k + 2] *= c1; o[k + 3] *= c1;
       }
     }
-    uint32_t pa[BK / 16][4];
 #pragma unroll
     for (int kk = 0; kk < BK / 16; ++kk) {
       pa[kk][0] = pack_bf162(s[8 * kk], s[8 * kk + 1]);
@@ -204,12 +224,72 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
       pa[kk][2] = pack_bf162(s[8 * kk + 4], s[8 * kk + 5]);
       pa[kk][3] = pack_bf162(s[8 * kk + 6], s[8 * kk + 7]);
     }
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < BK / 16; ++kk) wgmma_rs_tb(o, pa[kk], dvs + ((kk * 2048) >> 4));
-    wgmma_commit();
-    wgmma_wait0();
-    __syncthreads();
+  };
+
+  if constexpr (PIPE) {
+    // Iteration i's loads: K(i + 1) and V(i).
+    auto top = [&](int i) {
+      cp_async_wait<0>();   // K(i) and V(i − 1), committed in the previous iteration
+      fence_proxy_async();  // cp.async writes (generic proxy) → wgmma reads (async proxy)
+      // Publishes them, and: every warpgroup finished S(i − 1) (K stage (i + 1) & 1) and
+      // P·V(i − 2) (V stage i & 1), and read offsets (i − 1) % 3 for V(i − 1).
+      __syncthreads();
+      if (i + 2 < n) calc_offsets(i + 2);
+      if (i + 1 < n) load_k(i + 1);
+      load_v(i);
+      cp_async_commit();
+    };
+    float c0, c1;
+    if (n > 0) {  // tile 0 alone (no P·V in flight: ptxas must see no path reading O under one)
+      top(0);
+      issue_s(0);
+      wgmma_wait0();
+      fence_regs(s);
+      softmax(0, c0, c1);
+      rescale_pack(c0, c1);
+    }
+    for (int i = 1; i < n; ++i) {
+      top(i);
+      issue_s(i);
+      issue_pv(i - 1);
+      wgmma_wait1();  // S(i) done; P·V(i − 1) may still run
+      fence_regs(s);
+      softmax(i, c0, c1);
+      wgmma_wait0();
+      fence_regs(o);
+      fence_regs(pa);
+      rescale_pack(c0, c1);
+    }
+    if (n > 0) {
+      cp_async_wait<0>();
+      fence_proxy_async();
+      __syncthreads();
+      issue_pv(n - 1);
+      wgmma_wait0();
+      fence_regs(o);
+    }
+  } else {
+    for (int i = 0; i < n; ++i) {
+      if (i + 1 < n) load_kv(i + 1);
+      cp_async_commit();
+      cp_async_wait<1>();
+      fence_proxy_async();  // cp.async writes (generic proxy) → wgmma reads (async proxy)
+      __syncthreads();
+      // Reuses tile i's offset buffer: every thread issued tile i's loads before the barrier
+      // above; the barrier at the end of this iteration publishes it to load_kv(i + 2).
+      if (i + 2 < n) calc_offsets(i + 2);
+      issue_s(i);
+      wgmma_wait0();
+      fence_regs(s);
+      float c0, c1;
+      softmax(i, c0, c1);
+      rescale_pack(c0, c1);
+      wgmma_fence();
+      issue_pv(i);
+      wgmma_wait0();
+      fence_regs(o);
+      __syncthreads();
+    }
   }
   cp_async_wait<0>();
 #pragma unroll
@@ -244,11 +324,11 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
   }
 }
 
-template <int D, int BK, int NWG>
+template <int D, int BK, int NWG, bool PIPE = false>
 cudaError_t launch(const AttnArgs& a, int max_q_len, int num_requests, cudaStream_t stream) {
   constexpr int DV = D > 256 ? 256 : D;
   using C = Sm90Cfg<D, DV, BK, NWG>;
-  auto kern = attn_sm90_kernel<D, DV, BK, NWG>;
+  auto kern = attn_sm90_kernel<D, DV, BK, NWG, PIPE>;
   static const cudaError_t attr =  // once per instantiation (one device assumed)
       cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
   if (attr != cudaSuccess) return attr;
@@ -262,15 +342,18 @@ cudaError_t launch(const AttnArgs& a, int max_q_len, int num_requests, cudaStrea
 
 cudaError_t launch_attn_sm90(const AttnArgs& a, int d, int variant, int max_q_len, int num_requests,
                              cudaStream_t stream) {
-  // 1: BK 32, one warpgroup; 2: BK 64, one; 3: BK 32, two; 4: BK 64, two (d = 512: BK 32 only, 64
-  // would not fit the registers; 4 = 3 there). Shared memory: 1 ≈ 97 KB, 2 ≈ 161 KB, 3 ≈ 129 KB,
-  // 4 ≈ 193 KB at d = 256; d = 512: 1 ≈ 161 KB, 3 ≈ 225 KB.
+  // 1: BK 32, one warpgroup; 2: BK 64, one; 3: BK 32, two; 4: BK 64, two; 5 / 6 = 4 / 3 with
+  // PIPE (d = 512: BK 32 only, 64 would not fit the registers; 2 = 1, 4 = 3, 6 = 5 there). Shared
+  // memory: 1 ≈ 97 KB, 2 ≈ 161 KB, 3 ≈ 129 KB, 4 ≈ 193 KB at d = 256; d = 512: 1 ≈ 161 KB, 3 ≈ 225 KB.
   if (d == 256 && variant == 1) return launch<256, 32, 1>(a, max_q_len, num_requests, stream);
   if (d == 256 && variant == 2) return launch<256, 64, 1>(a, max_q_len, num_requests, stream);
   if (d == 256 && variant == 3) return launch<256, 32, 2>(a, max_q_len, num_requests, stream);
   if (d == 256 && variant == 4) return launch<256, 64, 2>(a, max_q_len, num_requests, stream);
   if (d == 512 && (variant == 1 || variant == 2)) return launch<512, 32, 1>(a, max_q_len, num_requests, stream);
+  if (d == 256 && variant == 5) return launch<256, 64, 2, true>(a, max_q_len, num_requests, stream);
+  if (d == 256 && variant == 6) return launch<256, 32, 2, true>(a, max_q_len, num_requests, stream);
   if (d == 512 && (variant == 3 || variant == 4)) return launch<512, 32, 2>(a, max_q_len, num_requests, stream);
+  if (d == 512 && (variant == 5 || variant == 6)) return launch<512, 32, 2, true>(a, max_q_len, num_requests, stream);
   return cudaErrorInvalidValue;
 }
 

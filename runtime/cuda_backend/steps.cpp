@@ -166,7 +166,7 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
       b.max_q_len = sh.max_q_len;
       b.max_kv_len = sh.max_kv_len;
       const int hq = a->num_q_heads(), hkv = a->num_kv_heads(), d = a->head_dim();
-      int splits = cuda::attention_num_splits(b, hq, hkv, d, a->window(), cuda::gemm_stream_sms(s));
+      int splits = cuda::attention_num_splits(b, hq, hkv, d, a->window(), cuda::gemm_stream_sms(s), c.k_norm != nullptr);
       while (splits > 1 && cuda::attention_workspace_bytes(b, hq, d, splits) > attn_ws_bytes_) --splits;
       ok(cuda::attention(bf(in(0)), hq, hkv, d, c, b, a->window(), a->scale(), bf(out(0)), splits, attn_ws_,
                          attn_ws_bytes_, s),

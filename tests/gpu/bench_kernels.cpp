@@ -347,10 +347,10 @@ void bench_attention() {
           const double t = time_graph([&](int) {
             CK(attention(q, L.hq, L.hkv, L.d, kv, b, L.window, 1.f, o, 1, nullptr, 0, g_stream));
           }, 5);
-          attention_set_prefill_kernel(0);
+          attention_set_prefill_kernel(-1);
           return t;
         };
-        const double ms = time_prefill(0);
+        const double ms = time_prefill(0);  // the flash kernel (mma.sync)
         double vis = 0;
         for (int i = 0; i < T; ++i) vis += L.window ? std::min(i + 1, L.window) : i + 1;
         const double flops = vis * L.hq * L.d * 4.0;
@@ -358,11 +358,11 @@ void bench_attention() {
         char nm[64];
         std::snprintf(nm, sizeof nm, "prefill hd%d hkv%d W%d", L.d, L.hkv, L.window);
         std::printf("%-34s %6d %10.1f %7.0f TF %7.1f%%", nm, T, ms * 1e3, flops / (ms * 1e-3) / 1e12, pct(ms));
-        // The Hopper wgmma kernel (attention_sm90.cu, opt-in): key tile 32 / 64 × one / two
-        // warpgroups (v1 … v4; d 512 has v1 and v3 only).
+        // The Hopper wgmma kernel's variants (attention_sm90.cu): key tile 32 / 64 × one / two
+        // warpgroups (v1 … v4), v5 / v6 = v4 / v3 with softmax overlapping P·V (d 512: v1, v3, v5).
         if (L.d == 256 || L.d == 512)
-          for (int kvar : {1, 2, 3, 4}) {
-            if (L.d == 512 && (kvar == 2 || kvar == 4)) continue;
+          for (int kvar : {1, 2, 3, 4, 5, 6}) {
+            if (L.d == 512 && (kvar % 2 == 0)) continue;
             const double t = time_prefill(kvar);
             std::printf("   sm90 v%d %.1f us %.0f TF %.1f%%", kvar, t * 1e3, flops / (t * 1e-3) / 1e12, pct(t));
           }
@@ -398,8 +398,11 @@ void bench_attention() {
         CK(cudaMemcpy(dcl, cl.data(), cl.size() * 4, cudaMemcpyHostToDevice));
         AttnBatch b;
         b.num_requests = B; b.q_start = dqs; b.ctx_len = dcl; b.total_q = B; b.max_q_len = 1; b.max_kv_len = ctxlen + 1;
-        // The heuristic's split count, then a sweep (the best of it printed beside).
+        // The default (cooperative) kernel at the heuristic's split count, then a sweep (the best
+        // of it printed beside); then the same for the flash kernel's one-warp blocks (its rule:
+        // the one attention_num_splits gives the K-from-V caches, which take that kernel).
         const int splits = attention_num_splits(b, L.hq, L.hkv, L.d, L.window);
+        const int splits_f = attention_num_splits(b, L.hq, L.hkv, L.d, L.window, 0, true);
         const size_t wsb = attention_workspace_bytes(b, L.hq, L.d, 64);
         void* ws = nullptr;
         if (wsb) CK(dmalloc(&ws, wsb));
@@ -419,25 +422,24 @@ void bench_attention() {
           const double t = time_splits(sp);
           if (t < best_ms) best_ms = t, best_s = sp;
         }
-        // The cooperative 4-warp decode kernel (opt-in) at the rule's split count and its own sweep.
-        attention_set_decode_kernel(1);
-        const double ms_c = time_splits(splits);
-        int best_cs = splits;
+        attention_set_decode_kernel(0);
+        const double ms_c = time_splits(splits_f);
+        int best_cs = splits_f;
         double ms_cb = ms_c;
         for (int sp : {1, 2, 4, 8, 12, 16, 24, 32, 48, 64}) {
           if (only_b) break;
           const double t = time_splits(sp);
           if (t < ms_cb) ms_cb = t, best_cs = sp;
         }
-        attention_set_decode_kernel(0);
+        attention_set_decode_kernel(1);
         const double vis = L.window ? std::min(ctxlen + 1, L.window) : ctxlen + 1;
         const double bytes = double(B) * vis * row * 2 * 2;
         auto pct = [&](double t) { return 100 * bytes / (t * 1e-3) / 1e9 / g_copy_gbs; };
         char nm[64];
         std::snprintf(nm, sizeof nm, "decode B=%d hd%d hkv%d W%d s%d", B, L.d, L.hkv, L.window, splits);
-        std::printf("%-34s %6d %10.1f %7.0f GB/s %5.1f%%   sweep best s%d %.1f us %.1f%%   coop %.1f us %.1f%%, best s%d %.1f us %.1f%%\n",
+        std::printf("%-34s %6d %10.1f %7.0f GB/s %5.1f%%   sweep best s%d %.1f us %.1f%%   one-warp s%d %.1f us %.1f%%, best s%d %.1f us %.1f%%\n",
                     nm, ctxlen, ms * 1e3, bytes / (ms * 1e-3) / 1e9, pct(ms), best_s, best_ms * 1e3, pct(best_ms),
-                    ms_c * 1e3, pct(ms_c), best_cs, ms_cb * 1e3, pct(ms_cb));
+                    splits_f, ms_c * 1e3, pct(ms_c), best_cs, ms_cb * 1e3, pct(ms_cb));
         cudaFree(q); cudaFree(o); cudaFree(k); cudaFree(v); cudaFree(dbt); cudaFree(dqs); cudaFree(dcl);
         if (ws) cudaFree(ws);
       }

@@ -329,14 +329,17 @@ TEST(GpuAttention, DecodeSplitKv) {
   run_attn({128, 4, 1, 0, true, 16, {{900, 2}, {0, 1}}, 5});
 }
 
-// The cooperative 4-warp decode kernel (attention_decode.cu, opt-in): the same cases as
-// DecodeSplitKv plus d 64 / 128 and G = 16, against the same float64 reference and bound.
-TEST(GpuAttention, DecodeCooperativeKernel) {
+// Both decode kernels — the cooperative 4-warp kernel (attention_decode.cu, the default) and the
+// flash kernel's one-warp blocks: the same cases as DecodeSplitKv plus d 64 / 128 and G = 16,
+// against the same float64 reference and bound.
+TEST(GpuAttention, DecodeBothKernels) {
   G4C_REQUIRE_GPU();
+  for (int kernel : {1, 0}) {
   struct Use {
-    Use() { cuda::attention_set_decode_kernel(1); }
-    ~Use() { cuda::attention_set_decode_kernel(0); }
-  } use;
+    explicit Use(int k) { cuda::attention_set_decode_kernel(k); }
+    ~Use() { cuda::attention_set_decode_kernel(1); }
+  } use(kernel);
+  std::fprintf(stderr, "[attn] decode kernel %d\n", kernel);
   run_attn({256, 16, 8, 1024, false, 0, {{3000, 1}, {700, 1}, {5000, 1}}, 0});
   run_attn({256, 16, 8, 1024, false, 0, {{3000, 1}, {700, 1}}, 1});
   run_attn({256, 16, 8, 40, true, 16, {{100, 1}, {33, 1}, {0, 1}}, 3});  // window edges, first key
@@ -344,19 +347,21 @@ TEST(GpuAttention, DecodeCooperativeKernel) {
   run_attn({512, 16, 1, 0, true, 64, {{2000, 1}, {37, 1}}, 3});
   run_attn({128, 4, 1, 0, true, 16, {{900, 2}, {0, 1}}, 5});
   run_attn({64, 8, 2, 0, true, 16, {{300, 1}, {5, 2}}, 2});
+  }
 }
 
-// The Hopper wgmma prefill kernel (attention_sm90.cu, opt-in), its four variants (key tile 32 /
-// 64 × one / two warpgroups per block; d 512 runs 1 and 3 twice, as 2 / 4 map there): the
+// The prefill kernels at d 256 / 512: the flash kernel (0) and the Hopper wgmma kernel's six
+// variants (attention_sm90.cu: key tile 32 / 64 × one / two warpgroups per block, 5 / 6 with
+// softmax overlapping P·V; d 512 maps 2 / 4 / 6 to 1 / 3 / 5 and runs those twice): the
 // prefill cases above at d 256 / 512, plus chunks long enough for whole (unmasked) tiles and
 // the skipped rescale, every GQA width the API allows at d 256 (G = 1 … 16: 64 … 4 tokens per
 // block), and split-KV over a prefill chunk (the workspace path). Same reference and bound.
 TEST(GpuAttention, PrefillHopperKernel) {
   G4C_REQUIRE_GPU();
-  for (int variant : {1, 2, 3, 4}) {
+  for (int variant : {0, 1, 2, 3, 4, 5, 6}) {
     struct Use {
       explicit Use(int v) { cuda::attention_set_prefill_kernel(v); }
-      ~Use() { cuda::attention_set_prefill_kernel(0); }
+      ~Use() { cuda::attention_set_prefill_kernel(-1); }
     } use(variant);
     std::fprintf(stderr, "[attn] sm90 variant %d\n", variant);
     run_attn({256, 16, 8, 40, false, 0, {{0, 100}, {130, 17}, {7, 1}}, 1});
