@@ -5,7 +5,7 @@
 # kb.xz (g4c_gpu_kernels_bench), db.xz (g4c_gpu_decode_bench), optional kt.xz (g4c_gpu_kernels_test:
 # attention tests, memcheck, racecheck first). DECODE=0 skips the decode GEMM tables. Logs in
 # $OUT/attn.tar.xz. NCU_CASES: "B,ctx,d" words for G4C_BENCH_ATTN (B = -1: the prefill case);
-# NCU_K: the kernel regex (default attn_kernel); RACE / MEMF: the racecheck / memcheck gtest filters.
+# NCU_K: the kernel regex (default attn_kernel; NCU_BASE=demangled matches template arguments); RACE / MEMF: the racecheck / memcheck gtest filters.
 O=/tmp/g4c-attn; C=.devpack-a; mkdir -p $O /tmp/ab
 # Each stage first re-packs the logs so far into $OUT (a call cut off by its limit keeps them).
 t() { tar cf - -C $O . | xz -1 -T0 > $OUT/attn.tar.xz; echo "[attn +${SECONDS}s] $*"; }
@@ -29,7 +29,7 @@ NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -
 for case in ${NCU_CASES:-16,2048,256 16,8192,512}; do
   tag=$(echo $case | tr , _)
   t "ncu attention $case ${NCU_K:-attn_kernel}"
-  G4C_BENCH_ATTN=$case timeout 150 $NCU --clock-control none -k regex:${NCU_K:-attn_kernel} --launch-skip 2 -c 1 --set full \
+  G4C_BENCH_ATTN=$case timeout 150 $NCU --clock-control none ${NCU_BASE:+--kernel-name-base $NCU_BASE} -k "regex:${NCU_K:-attn_kernel}" --launch-skip 2 -c 1 --set full \
     --import-source yes -o $O/ncu_attn_$tag /tmp/ab/kb attention > $O/ncu_attn_$tag.log 2>&1; echo "rc=$?"
   $NCU --import $O/ncu_attn_$tag.ncu-rep --page details > $O/ncu_attn_$tag.txt 2>&1
   grep -E "Duration|DRAM Throughput|Registers Per|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|Warp Cycles Per Issued|Executed Instructions  |Grid Size|Block Size|Eligible Warps|Dynamic Shared" $O/ncu_attn_$tag.txt | head -16
