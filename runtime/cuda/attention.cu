@@ -279,10 +279,11 @@ int num_sms() {
 
 int g_decode_kernel = 1;
 int g_prefill_kernel = -1;
-// The sm90 variant prefill takes by default: 64-key tiles and two warpgroups at d 256 (32-key
-// at d 512, where 4 = 3). H200, 2026-12-02: hd256 window 1024 at 2k tokens 100.1 µs against
-// 228.4 for the flash kernel and 124–140 for variants 1–3 (BENCHMARKS.md "Attention").
-constexpr int kSm90Default = 4;
+// The sm90 variant prefill takes by default: 64-key tiles, two warpgroups, softmax overlapping
+// P·V at d 256 (32-key tiles at d 512, where 6 = 5). H200, 2026-12-02: hd256 window 1024 at 2k
+// tokens 96.7 µs against 226.4 for the flash kernel, 97.5 for variant 4 and 117–136 for the
+// others; hd512 full 2k 343 µs (v3 360, flash 988). BENCHMARKS.md "Attention".
+constexpr int kSm90Default = 5;
 
 }  // namespace
 
@@ -299,11 +300,12 @@ int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window,
   const int nsm = sms > 0 ? sms : num_sms();
   int s;
   if (g_decode_kernel == 1 && !k_from_v) {
-    // Cooperative kernel: one wave of resident blocks (3 per SM at d ≤ 256, 1 at d 512: shared
-    // memory), ≥ 2 key tiles per split. Fitted to the split sweep of 2026-12-02 (H200, every
-    // case within 6% of its sweep's best at B = 5 and 16; B = 1 takes fewer splits than one wave
-    // would give: the partial-output merge grows with the split count).
-    s = int((long(attn_decode_coop_blocks_per_sm(d)) * nsm + blocks - 1) / blocks);
+    // Cooperative kernel: at most one wave of resident blocks (3 per SM at d ≤ 256, 1 at d 512:
+    // shared memory), ≥ 2 key tiles per split. Fitted to the split sweeps of 2026-12-02 (H200):
+    // rounding the wave up instead cost 49% at hd512 B = 16 (s5: 160 blocks on 132 SMs, 83 µs
+    // vs 56 at s4); B = 1 takes fewer splits than one wave would give (the partial-output merge
+    // grows with the split count).
+    s = int(long(attn_decode_coop_blocks_per_sm(d)) * nsm / blocks);
     s = std::min(s, (tiles + 1) / 2);
   } else {
     // One-warp flash blocks: ≈8 per SM, down to one 32-key tile per split (2026-11-29 sweep).
@@ -323,6 +325,7 @@ cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, 
                       int window, float scale, bf16* out, int splits, void* workspace, size_t workspace_bytes,
                       cudaStream_t stream) {
   if (b.total_q <= 0 || b.num_requests <= 0) return cudaSuccess;
+  if (!(scale > 0.f)) return cudaErrorInvalidValue;  // the sm90 kernel takes the maximum before scaling
   if (hkv <= 0 || hq % hkv != 0) return cudaErrorInvalidValue;
   const int g = hq / hkv;
   if (g > 16 || (16 % g) != 0) return cudaErrorInvalidValue;

@@ -69,7 +69,7 @@ void attention_set_prefill_kernel(int k);
 
 // q: [total_q][hq][d] bf16; out: [total_q][hq][d] bf16 (must not alias q).
 // Preconditions: d ∈ {64, 128, 256, 512}; hq % hkv == 0 and hq/hkv ∈ {1,2,4,8,16};
-// window ≥ 0 (0 = full causal). Every query sees at least its own key.
+// window ≥ 0 (0 = full causal); scale > 0. Every query sees at least its own key.
 cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, const AttnBatch& b,
                       int window, float scale, bf16* out, int splits, void* workspace, size_t workspace_bytes,
                       cudaStream_t stream);

@@ -157,6 +157,9 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
     wgmma_commit();
   };
   // Tile i's scores in s → P (unnormalized, in s), m and l updated; c0 / c1: O's rescale factors.
+  // Scores stay unscaled (scale > 0: the maximum commutes with it); the scale folds into the
+  // exponent's FFMA.
+  const float sl = a.scale_log2;
   auto softmax = [&](int i, float& c0, float& c1) {
     const int j0 = (t_lo + i) * BK;
     const bool whole = j0 + BK - 1 <= pmin && (a.window == 0 || j0 > pmax - a.window);
@@ -164,10 +167,6 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
     if (whole) {
 #pragma unroll
       for (int k = 0; k < BK / 2; k += 4) {
-        s[k] *= a.scale_log2;
-        s[k + 1] *= a.scale_log2;
-        s[k + 2] *= a.scale_log2;
-        s[k + 3] *= a.scale_log2;
         mx0 = fmaxf(mx0, fmaxf(s[k], s[k + 1]));
         mx1 = fmaxf(mx1, fmaxf(s[k + 2], s[k + 3]));
       }
@@ -178,7 +177,7 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
         const bool hi = (k >> 1) & 1;
         const int p = hi ? p1 : p0;
         const bool vis = (hi ? valid1 : valid0) && j <= p && (a.window == 0 || j > p - a.window);
-        const float v = vis ? s[k] * a.scale_log2 : -INFINITY;
+        const float v = vis ? s[k] : -INFINITY;
         s[k] = v;
         if (hi) mx1 = fmaxf(mx1, v); else mx0 = fmaxf(mx0, v);
       }
@@ -188,6 +187,8 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
       mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, off));
       mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, off));
     }
+    mx0 *= sl;  // −∞ stays −∞
+    mx1 *= sl;
     // Lazy rescale (see the top): the reference moves only when the tile's maximum exceeds it by
     // more than 8 (c = 1 otherwise; also while a row has seen no visible key).
     const float mn0 = mx0 > m0 + 8.f ? mx0 : m0, mn1 = mx1 > m1 + 8.f ? mx1 : m1;
@@ -197,10 +198,10 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
     float ls0 = 0.f, ls1 = 0.f;
 #pragma unroll
     for (int k = 0; k < BK / 2; k += 4) {
-      s[k] = fast_exp2(s[k] - b0);
-      s[k + 1] = fast_exp2(s[k + 1] - b0);
-      s[k + 2] = fast_exp2(s[k + 2] - b1);
-      s[k + 3] = fast_exp2(s[k + 3] - b1);
+      s[k] = fast_exp2(fmaf(s[k], sl, -b0));
+      s[k + 1] = fast_exp2(fmaf(s[k + 1], sl, -b0));
+      s[k + 2] = fast_exp2(fmaf(s[k + 2], sl, -b1));
+      s[k + 3] = fast_exp2(fmaf(s[k + 3], sl, -b1));
       ls0 += s[k] + s[k + 1];
       ls1 += s[k + 2] + s[k + 3];
     }
