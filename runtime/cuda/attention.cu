@@ -301,12 +301,14 @@ int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window,
   int s;
   if (g_decode_kernel == 1 && !k_from_v) {
     // Cooperative kernel: at most one wave of resident blocks (3 per SM at d ≤ 256, 1 at d 512:
-    // shared memory), ≥ 2 key tiles per split. Fitted to the split sweeps of 2026-12-02 (H200):
-    // rounding the wave up instead cost 49% at hd512 B = 16 (s5: 160 blocks on 132 SMs, 83 µs
-    // vs 56 at s4); B = 1 takes fewer splits than one wave would give (the partial-output merge
-    // grows with the split count).
+    // shared memory), down to one key tile per split. Fitted to the split sweeps of 2026-12-02
+    // (H200): rounding the wave up instead cost 49% at hd512 B = 16 (s5: 160 blocks on 132 SMs,
+    // 83 µs vs 56 at s4). B = 1 would be ~15% faster with ≥ 2 tiles per split (hd256 2k: 14.0 vs
+    // 16.3 µs), but then a CUDA graph (captured with max_kv_len = 2^30: one wave) and an eager
+    // step would split the same keys differently and round differently; with ≤ 1 tile per
+    // split both give one tile per split whenever the wave exceeds the tiles (bitwise equal).
     s = int(long(attn_decode_coop_blocks_per_sm(d)) * nsm / blocks);
-    s = std::min(s, (tiles + 1) / 2);
+    s = std::min(s, tiles);
   } else {
     // One-warp flash blocks: ≈8 per SM, down to one 32-key tile per split (2026-11-29 sweep).
     s = int((8L * nsm + blocks - 1) / blocks);
