@@ -401,8 +401,10 @@ void bench_attention() {
         // The default (cooperative) kernel at the heuristic's split count, then a sweep (the best
         // of it printed beside); then the same for the flash kernel's one-warp blocks (its rule:
         // the one attention_num_splits gives the K-from-V caches, which take that kernel).
-        const int splits = attention_num_splits(b, L.hq, L.hkv, L.d, L.window);
-        const int splits_f = attention_num_splits(b, L.hq, L.hkv, L.d, L.window, 0, true);
+        // (The stream's SMs: a green context's count under --green, as the runtime passes it.)
+        const int sms = gemm_stream_sms(g_stream);
+        const int splits = attention_num_splits(b, L.hq, L.hkv, L.d, L.window, sms);
+        const int splits_f = attention_num_splits(b, L.hq, L.hkv, L.d, L.window, sms, true);
         const size_t wsb = attention_workspace_bytes(b, L.hq, L.d, 64);
         void* ws = nullptr;
         if (wsb) CK(dmalloc(&ws, wsb));
