@@ -335,18 +335,18 @@ TEST(GpuAttention, DecodeSplitKv) {
 TEST(GpuAttention, DecodeBothKernels) {
   G4C_REQUIRE_GPU();
   for (int kernel : {1, 0}) {
-  struct Use {
-    explicit Use(int k) { cuda::attention_set_decode_kernel(k); }
-    ~Use() { cuda::attention_set_decode_kernel(1); }
-  } use(kernel);
-  std::fprintf(stderr, "[attn] decode kernel %d\n", kernel);
-  run_attn({256, 16, 8, 1024, false, 0, {{3000, 1}, {700, 1}, {5000, 1}}, 0});
-  run_attn({256, 16, 8, 1024, false, 0, {{3000, 1}, {700, 1}}, 1});
-  run_attn({256, 16, 8, 40, true, 16, {{100, 1}, {33, 1}, {0, 1}}, 3});  // window edges, first key
-  run_attn({512, 16, 1, 0, true, 64, {{2000, 1}, {37, 1}}, 0});
-  run_attn({512, 16, 1, 0, true, 64, {{2000, 1}, {37, 1}}, 3});
-  run_attn({128, 4, 1, 0, true, 16, {{900, 2}, {0, 1}}, 5});
-  run_attn({64, 8, 2, 0, true, 16, {{300, 1}, {5, 2}}, 2});
+    struct Use {
+      explicit Use(int k) { cuda::attention_set_decode_kernel(k); }
+      ~Use() { cuda::attention_set_decode_kernel(1); }
+    } use(kernel);
+    std::fprintf(stderr, "[attn] decode kernel %d\n", kernel);
+    run_attn({256, 16, 8, 1024, false, 0, {{3000, 1}, {700, 1}, {5000, 1}}, 0});
+    run_attn({256, 16, 8, 1024, false, 0, {{3000, 1}, {700, 1}}, 1});
+    run_attn({256, 16, 8, 40, true, 16, {{100, 1}, {33, 1}, {0, 1}}, 3});  // window edges, first key
+    run_attn({512, 16, 1, 0, true, 64, {{2000, 1}, {37, 1}}, 0});
+    run_attn({512, 16, 1, 0, true, 64, {{2000, 1}, {37, 1}}, 3});
+    run_attn({128, 4, 1, 0, true, 16, {{900, 2}, {0, 1}}, 5});
+    run_attn({64, 8, 2, 0, true, 16, {{300, 1}, {5, 2}}, 2});
   }
 }
 
