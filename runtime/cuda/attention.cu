@@ -308,13 +308,11 @@ int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window,
     // step would split the same keys differently and round differently; with ≤ 1 tile per
     // split both give one tile per split whenever the wave exceeds the tiles (bitwise equal).
     s = int(long(attn_decode_coop_blocks_per_sm(d)) * nsm / blocks);
-    s = std::min(s, tiles);
   } else {
     // One-warp flash blocks: ≈8 per SM, down to one 32-key tile per split (2026-11-29 sweep).
     s = int((8L * nsm + blocks - 1) / blocks);
-    s = std::min(s, tiles);
   }
-  return std::max(1, std::min(s, 64));
+  return std::max(1, std::min({s, tiles, 64}));
 }
 
 size_t attention_workspace_bytes(const AttnBatch& b, int hq, int d, int splits) {

@@ -119,16 +119,16 @@ __device__ __forceinline__ void attn_load_q(bf16* qs, const AttnArgs& a, const A
 // ncu, decode B = 16, 2026-12-02). sl[row]: the key's cache slot, −1 past the block's last query
 // (zero fill from `dummy`, any valid address); base: the kv head's (and column part's) first
 // element in slot 0; kv_row: elements per slot.
-template <int W, int NT, int BK = kBK, bool CB = false>
+template <int W, int NT>
 __device__ __forceinline__ void attn_load_rows(bf16* dst, const bf16* base, const long* sl, long kv_row,
                                                const bf16* dummy, int tid) {
   constexpr int CPR = W / 8;                    // chunks per row
   constexpr int TPR = CPR < NT ? CPR : NT;      // threads per row
   constexpr int RPP = NT / TPR;                 // rows per pass
-  static_assert(BK % RPP == 0 && CPR % TPR == 0, "whole rows per pass");
+  static_assert(kBK % RPP == 0 && CPR % TPR == 0, "whole rows per pass");
   const int rsub = tid / TPR, c0 = tid % TPR;
 #pragma unroll 4
-  for (int kr0 = 0; kr0 < BK; kr0 += RPP) {
+  for (int kr0 = 0; kr0 < kBK; kr0 += RPP) {
     const int kr = kr0 + rsub;
     const long slot = sl[kr];
     const bf16* src = slot >= 0 ? base + slot * kv_row : dummy;
@@ -136,27 +136,26 @@ __device__ __forceinline__ void attn_load_rows(bf16* dst, const bf16* base, cons
 #pragma unroll
     for (int c = 0; c < CPR / TPR; ++c) {
       const int ch = c0 + c * TPR;
-      cp_async16(dst + tile_off<W, BK, CB>(kr, ch), slot >= 0 ? src + ch * 8 : dummy, bytes);
+      cp_async16(dst + swz<W>(kr, ch), slot >= 0 ? src + ch * 8 : dummy, bytes);
     }
   }
 }
 
-// Slots of tile `tile`'s BK keys into sl[0, BK) (threads < BK; −1: key ≥ kend).
-template <int BK = kBK>
+// Slots of tile `tile`'s kBK keys into sl[0, kBK) (threads < kBK; −1: key ≥ kend).
 __device__ __forceinline__ void attn_calc_slots(long* sl, const KvDev& kv, int r, int tile, int kend, int tid) {
-  if (tid < BK) {
-    const int j = tile * BK + tid;
+  if (tid < kBK) {
+    const int j = tile * kBK + tid;
     sl[tid] = j < kend ? kv_slot(kv, r, j) : -1;
   }
 }
 
 // One stage: the K tile (D wide) of kv head hk and the V tile's column part dvp (DV wide).
-template <int D, int DV, int NT, int BK = kBK, bool CB = false>
+template <int D, int DV, int NT>
 __device__ __forceinline__ void attn_load_kv(bf16* ks, bf16* vs, const AttnArgs& a, int hk, int dvp, const long* sl,
                                              int tid) {
   const long kv_row = long(a.hkv) * D;
-  attn_load_rows<D, NT, BK, CB>(ks, a.kv.k + long(hk) * D, sl, kv_row, a.q, tid);
-  attn_load_rows<DV, NT, BK, CB>(vs, a.kv.v + long(hk) * D + dvp * DV, sl, kv_row, a.q, tid);
+  attn_load_rows<D, NT>(ks, a.kv.k + long(hk) * D, sl, kv_row, a.q, tid);
+  attn_load_rows<DV, NT>(vs, a.kv.v + long(hk) * D + dvp * DV, sl, kv_row, a.q, tid);
 }
 
 }  // namespace detail

@@ -12,8 +12,8 @@
 // Q, K and V tiles are stored in the wgmma canonical 128-byte-swizzle layout (cbs in
 // attention_impl.cuh) so that one set of bytes serves as K-major and N-major operand. K/V tiles
 // stream through a 2-stage cp.async pipeline (paged and ring caches: a row's slot per key, as the
-// flash kernel); PIPE overlaps one tile's softmax with the previous tile's P·V (below). Tiles that every row of the block sees whole skip the per-element mask. Lazy
-// rescale: a row's reference maximum only moves when the tile's maximum exceeds it by more than
+// flash kernel); PIPE overlaps one tile's softmax with the previous tile's P·V (below). Tiles
+// that every row of the block sees whole skip the per-element mask. Lazy rescale: a row's reference maximum only moves when the tile's maximum exceeds it by more than
 // 2^8 (P ≤ 256 otherwise; O and the row sum share the reference, so the result is the same up
 // to rounding), and a warp none of whose rows moved skips the multiply of O. Exponentials are
 // one MUFU.EX2 each (fast_exp2).
@@ -151,7 +151,7 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
   };
   auto issue_pv = [&](int i) {
     const uint64_t dvs = (i & 1) ? dv[1] : dv[0];
-    if constexpr (PIPE) wgmma_fence();  // its own arrive: S and P·V are separate pipeline stages
+    wgmma_fence();  // O / P written since (and under PIPE: S and P·V are separate pipeline stages)
 #pragma unroll
     for (int kk = 0; kk < BK / 16; ++kk) wgmma_rs_tb(o, pa[kk], dvs + ((kk * 2048) >> 4));
     wgmma_commit();
@@ -285,7 +285,6 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
       float c0, c1;
       softmax(i, c0, c1);
       rescale_pack(c0, c1);
-      wgmma_fence();
       issue_pv(i);
       wgmma_wait0();
       fence_regs(o);
@@ -346,15 +345,19 @@ cudaError_t launch_attn_sm90(const AttnArgs& a, int d, int variant, int max_q_le
   // 1: BK 32, one warpgroup; 2: BK 64, one; 3: BK 32, two; 4: BK 64, two; 5 / 6 = 4 / 3 with
   // PIPE (d = 512: BK 32 only, 64 would not fit the registers; 2 = 1, 4 = 3, 6 = 5 there). Shared
   // memory: 1 ≈ 97 KB, 2 ≈ 161 KB, 3 ≈ 129 KB, 4 ≈ 193 KB at d = 256; d = 512: 1 ≈ 161 KB, 3 ≈ 225 KB.
-  if (d == 256 && variant == 1) return launch<256, 32, 1>(a, max_q_len, num_requests, stream);
-  if (d == 256 && variant == 2) return launch<256, 64, 1>(a, max_q_len, num_requests, stream);
-  if (d == 256 && variant == 3) return launch<256, 32, 2>(a, max_q_len, num_requests, stream);
-  if (d == 256 && variant == 4) return launch<256, 64, 2>(a, max_q_len, num_requests, stream);
-  if (d == 512 && (variant == 1 || variant == 2)) return launch<512, 32, 1>(a, max_q_len, num_requests, stream);
-  if (d == 256 && variant == 5) return launch<256, 64, 2, true>(a, max_q_len, num_requests, stream);
-  if (d == 256 && variant == 6) return launch<256, 32, 2, true>(a, max_q_len, num_requests, stream);
-  if (d == 512 && (variant == 3 || variant == 4)) return launch<512, 32, 2>(a, max_q_len, num_requests, stream);
-  if (d == 512 && (variant == 5 || variant == 6)) return launch<512, 32, 2, true>(a, max_q_len, num_requests, stream);
+  if (d == 256) switch (variant) {
+      case 1: return launch<256, 32, 1>(a, max_q_len, num_requests, stream);
+      case 2: return launch<256, 64, 1>(a, max_q_len, num_requests, stream);
+      case 3: return launch<256, 32, 2>(a, max_q_len, num_requests, stream);
+      case 4: return launch<256, 64, 2>(a, max_q_len, num_requests, stream);
+      case 5: return launch<256, 64, 2, true>(a, max_q_len, num_requests, stream);
+      case 6: return launch<256, 32, 2, true>(a, max_q_len, num_requests, stream);
+    }
+  if (d == 512) switch (variant) {
+      case 1: case 2: return launch<512, 32, 1>(a, max_q_len, num_requests, stream);
+      case 3: case 4: return launch<512, 32, 2>(a, max_q_len, num_requests, stream);
+      case 5: case 6: return launch<512, 32, 2, true>(a, max_q_len, num_requests, stream);
+    }
   return cudaErrorInvalidValue;
 }
 

@@ -416,23 +416,21 @@ void bench_attention() {
             CK(attention(q, L.hq, L.hkv, L.d, kv, b, L.window, 1.f, o, sp, ws, wsb, g_stream));
           }, std::max(copies, 10));
         };
-        const double ms = time_splits(splits);
-        int best_s = splits;
-        double best_ms = ms;
-        for (int sp : {1, 2, 4, 8, 12, 16, 24, 32, 48, 64}) {
-          if (only_b) break;
-          const double t = time_splits(sp);
-          if (t < best_ms) best_ms = t, best_s = sp;
-        }
+        // The time at split count `rule`, and the best over the sweep (and `rule`).
+        auto sweep = [&](int rule, double& at_rule, int& best_s, double& best_ms) {
+          best_ms = at_rule = time_splits(rule);
+          best_s = rule;
+          for (int sp : {1, 2, 4, 8, 12, 16, 24, 32, 48, 64}) {
+            if (only_b) break;
+            const double t = time_splits(sp);
+            if (t < best_ms) best_ms = t, best_s = sp;
+          }
+        };
+        double ms, best_ms, ms_c, ms_cb;
+        int best_s, best_cs;
+        sweep(splits, ms, best_s, best_ms);
         attention_set_decode_kernel(0);
-        const double ms_c = time_splits(splits_f);
-        int best_cs = splits_f;
-        double ms_cb = ms_c;
-        for (int sp : {1, 2, 4, 8, 12, 16, 24, 32, 48, 64}) {
-          if (only_b) break;
-          const double t = time_splits(sp);
-          if (t < ms_cb) ms_cb = t, best_cs = sp;
-        }
+        sweep(splits_f, ms_c, best_cs, ms_cb);
         attention_set_decode_kernel(1);
         const double vis = L.window ? std::min(ctxlen + 1, L.window) : ctxlen + 1;
         const double bytes = double(B) * vis * row * 2 * 2;
