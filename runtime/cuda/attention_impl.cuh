@@ -72,22 +72,23 @@ __device__ __forceinline__ long kv_slot(const KvDev& kv, int r, int j) {
 // What block blockIdx of an attention launch with `rows` query rows per block works on: request
 // r, kv head hk, output column part dvp, KV split; its queries (q0, qlen, ctx of the request;
 // tokens qt0 … qt0 + ntq − 1 of the chunk) and its key tiles [t_lo, t_hi) (keys < kend).
-// The caller returns when qt0 ≥ qlen.
+// The caller returns when qt0 ≥ qlen. qblock: the block's query block (blockIdx.x by default);
+// rh: request · hkv + kv head (blockIdx.y by default).
 struct AttnBlock {
   int r, hk, dvp, split, q0, qlen, ctx, qt0, ntq, kend, t_lo, t_hi;
 };
 template <int BK = kBK>
-__device__ __forceinline__ AttnBlock attn_block(const AttnArgs& a, int rows) {
+__device__ __forceinline__ AttnBlock attn_block(const AttnArgs& a, int rows, int qblock, int rh) {
   AttnBlock b;
-  b.r = blockIdx.y / a.hkv;
-  b.hk = blockIdx.y % a.hkv;
+  b.r = rh / a.hkv;
+  b.hk = rh % a.hkv;
   b.dvp = blockIdx.z % a.dv_parts;
   b.split = blockIdx.z / a.dv_parts;
   b.q0 = a.q_start[b.r];
   b.qlen = a.q_start[b.r + 1] - b.q0;
   b.ctx = a.ctx_len[b.r];
   const int TQ = rows / a.g;
-  b.qt0 = blockIdx.x * TQ;
+  b.qt0 = qblock * TQ;
   b.ntq = min(TQ, b.qlen - b.qt0);
   const int pmin = b.ctx + b.qt0, pmax = b.ctx + b.qt0 + b.ntq - 1;
   const int kbeg = a.window > 0 ? max(0, pmin - a.window + 1) : 0;
@@ -97,6 +98,10 @@ __device__ __forceinline__ AttnBlock attn_block(const AttnArgs& a, int rows) {
   b.t_lo = tb + b.split * tps;
   b.t_hi = min(te, b.t_lo + tps);
   return b;
+}
+template <int BK = kBK>
+__device__ __forceinline__ AttnBlock attn_block(const AttnArgs& a, int rows) {
+  return attn_block<BK>(a, rows, blockIdx.x, blockIdx.y);
 }
 
 // The block's Q tile (ROWS rows of D, NT threads) → swizzled shared memory (layout CB, see

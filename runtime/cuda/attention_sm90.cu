@@ -18,6 +18,10 @@
 // to rounding), and a warp none of whose rows moved skips the multiply of O. Exponentials are
 // one MUFU.EX2 each (fast_exp2).
 // d = 512 splits the output columns over two blocks (DV = 256), as the flash kernel does.
+// Block order (HEAVY): grid x = request · kv head, y = query blocks from the last one down, so
+// the blocks are launched heaviest first (a causal block's key range grows with its queries, up
+// to window + its tokens): longest-processing-time-first list scheduling, which leaves a shorter
+// tail of a few long blocks on otherwise idle SMs than the launch order by query block does.
 #include "runtime/cuda/attention.cuh"
 
 #include "runtime/cuda/attention_impl.cuh"
@@ -76,7 +80,7 @@ __device__ __forceinline__ void sm90_load_kv(uint32_t ks, uint32_t vs, const bf1
 // issued together; the softmax of tile i runs while the tensor cores finish P·V, and O is
 // rescaled only after that. K and V stream one tile apart (Kᵢ₊₁ and Vᵢ loaded in iteration i),
 // so two stages of each still suffice, with three row-offset buffers and one barrier per tile.
-template <int D, int DV, int BK, int NWG, bool PIPE>
+template <int D, int DV, int BK, int NWG, bool PIPE, bool HEAVY>
 __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) {
   using C = Sm90Cfg<D, DV, BK, NWG>;
   constexpr int kRows = C::kRows, kThreads = C::kThreads;
@@ -87,7 +91,8 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
   const uint32_t qaddr = smem_u32(qs), kaddr0 = qaddr + C::kQ, vaddr0 = kaddr0 + 2 * C::kK;
   __shared__ long soff[NOFF][BK];
 
-  const AttnBlock blk = attn_block<BK>(a, kRows);
+  const AttnBlock blk = HEAVY ? attn_block<BK>(a, kRows, int(gridDim.y - 1 - blockIdx.y), int(blockIdx.x))
+                              : attn_block<BK>(a, kRows);
   if (blk.qt0 >= blk.qlen) return;
   const int r = blk.r, hk = blk.hk, dvp = blk.dvp, split = blk.split;
   const int q0 = blk.q0, ctx = blk.ctx, qt0 = blk.qt0, ntq = blk.ntq, kend = blk.kend;
@@ -324,16 +329,18 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
   }
 }
 
-template <int D, int BK, int NWG, bool PIPE = false>
+template <int D, int BK, int NWG, bool PIPE = false, bool HEAVY = true>
 cudaError_t launch(const AttnArgs& a, int max_q_len, int num_requests, cudaStream_t stream) {
   constexpr int DV = D > 256 ? 256 : D;
   using C = Sm90Cfg<D, DV, BK, NWG>;
-  auto kern = attn_sm90_kernel<D, DV, BK, NWG, PIPE>;
+  auto kern = attn_sm90_kernel<D, DV, BK, NWG, PIPE, HEAVY>;
   static const cudaError_t attr =  // once per instantiation (one device assumed)
       cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
   if (attr != cudaSuccess) return attr;
   const int tq = C::kRows / a.g;
-  dim3 grid((max_q_len + tq - 1) / tq, num_requests * a.hkv, a.dv_parts * a.splits);
+  const int qblocks = (max_q_len + tq - 1) / tq;
+  const dim3 grid = HEAVY ? dim3(num_requests * a.hkv, qblocks, a.dv_parts * a.splits)
+                          : dim3(qblocks, num_requests * a.hkv, a.dv_parts * a.splits);
   kern<<<grid, C::kThreads, C::kSmem, stream>>>(a);
   return cudaGetLastError();
 }
@@ -343,7 +350,8 @@ cudaError_t launch(const AttnArgs& a, int max_q_len, int num_requests, cudaStrea
 cudaError_t launch_attn_sm90(const AttnArgs& a, int d, int variant, int max_q_len, int num_requests,
                              cudaStream_t stream) {
   // 1: BK 32, one warpgroup; 2: BK 64, one; 3: BK 32, two; 4: BK 64, two; 5 / 6 = 4 / 3 with
-  // PIPE (d = 512: BK 32 only, 64 would not fit the registers; 2 = 1, 4 = 3, 6 = 5 there). Shared
+  // PIPE (d = 512: BK 32 only, 64 would not fit the registers; 2 = 1, 4 = 3, 6 = 5 there); 7 = 5
+  // with the blocks in launch order by query block (not HEAVY first; for comparison). Shared
   // memory: 1 ≈ 97 KB, 2 ≈ 161 KB, 3 ≈ 129 KB, 4 ≈ 193 KB at d = 256; d = 512: 1 ≈ 161 KB, 3 ≈ 225 KB.
   if (d == 256) switch (variant) {
       case 1: return launch<256, 32, 1>(a, max_q_len, num_requests, stream);
@@ -352,11 +360,13 @@ cudaError_t launch_attn_sm90(const AttnArgs& a, int d, int variant, int max_q_le
       case 4: return launch<256, 64, 2>(a, max_q_len, num_requests, stream);
       case 5: return launch<256, 64, 2, true>(a, max_q_len, num_requests, stream);
       case 6: return launch<256, 32, 2, true>(a, max_q_len, num_requests, stream);
+      case 7: return launch<256, 64, 2, true, false>(a, max_q_len, num_requests, stream);
     }
   if (d == 512) switch (variant) {
       case 1: case 2: return launch<512, 32, 1>(a, max_q_len, num_requests, stream);
       case 3: case 4: return launch<512, 32, 2>(a, max_q_len, num_requests, stream);
       case 5: case 6: return launch<512, 32, 2, true>(a, max_q_len, num_requests, stream);
+      case 7: return launch<512, 32, 2, true, false>(a, max_q_len, num_requests, stream);
     }
   return cudaErrorInvalidValue;
 }

@@ -386,7 +386,10 @@ int g_decode_variant = 0;
 // multiply); 4/5: warp-specialized persistent wgmma 256/128; 6/7: the same, one block per tile;
 // 8: the choice by shape before the warp-specialized kernels (mma.sync / wgmma 256);
 // 9/10: warp-specialized persistent 256/128 with the consumers draining wgmma every k step;
-// 11/12: register-A warp-specialized persistent kernel (gemm_sm90_rs.cu) 256/128.
+// 11/12: register-A warp-specialized persistent kernel (gemm_sm90_rs.cu) 256/128, weights by
+// 8 bulk copies per operand and stage; 13/14: the same with one TMA box per operand and stage
+// (the default since 2026-12-03: 1.2–1.5× the bulk-copy producer on every 12B shape, H200).
+// 0: 13/14 by ws_tile's rule.
 int g_tc_path = 0;
 int g_persistent_blocks = 0;  // > 0: grid cap of the persistent kernels (tests)
 
@@ -448,14 +451,19 @@ int stream_sms(cudaStream_t stream) {
   return sms;
 }
 
-// Tokens per tile of the warp-specialized kernels by default: 256 (register-A kernel, measured
-// on the 12B shapes at M = 512 and 2048: faster than 128 in 12 of 16 cases on the whole GPU, by
-// up to 1.9×, at most 4.5% slower in the other 4, where 256-token tiles fill half a wave; faster
-// in all 16 on 16 SMs; BENCHMARKS.md); 128 when m ≤ 128 (one tile covers every token).
-int ws_tile(int m) {
-  if (g_tc_path == 4 || g_tc_path == 6 || g_tc_path == 9 || g_tc_path == 11) return 256;
-  if (g_tc_path == 5 || g_tc_path == 7 || g_tc_path == 10 || g_tc_path == 12) return 128;
-  return m <= 128 ? 128 : 256;
+// Tokens per tile of the warp-specialized kernels by default (n: weight rows, sms: the stream's
+// SMs): 128 when m ≤ 128 (one tile covers every token); else 256 when 256-token tiles of 128 rows
+// fill at least 0.9 of a wave, 128 otherwise. Measured on the 12B shapes with the register-A
+// kernel and tensor-map weights (H200, 2026-12-03, BENCHMARKS.md "Prefill GEMM"): the rule picks
+// the faster tile in all 32 cases (M = 512 / 2048 on 132 and 16 SMs) — e.g. M = 512 q 413 vs 296
+// TFLOP/s at 128 (64 tiles of 256), full q 570 vs 430 at 256 (128 tiles of 256).
+int ws_tile(int m, int n = 0, int sms = 0) {
+  if (g_tc_path == 4 || g_tc_path == 6 || g_tc_path == 9 || g_tc_path == 11 || g_tc_path == 13) return 256;
+  if (g_tc_path == 5 || g_tc_path == 7 || g_tc_path == 10 || g_tc_path == 12 || g_tc_path == 14) return 128;
+  if (m <= 128) return 128;
+  if (sms <= 0) return 256;
+  const long tiles256 = long((n + 127) / 128) * ((m + 255) / 256);
+  return 10 * tiles256 >= 9L * sms ? 256 : 128;
 }
 int ws_blocks(int sms) {
   if (g_persistent_blocks > 0) return g_persistent_blocks;
@@ -522,9 +530,10 @@ cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilo
       w4_decode_kernel<2, 4, 2><<<grid, kDecodeWarps * 32, smem, stream>>>(x, ldx, w, e, ws, counters, p.cps);
     return cudaGetLastError();
   }
-  if (m >= 64 && (g_tc_path == 0 || g_tc_path == 11 || g_tc_path == 12)) {
+  if (m >= 64 && (g_tc_path == 0 || (g_tc_path >= 11 && g_tc_path <= 14))) {
     const int sms = stream_sms(stream);
-    return launch_rs_int4(x, ldx, w, e, ws_tile(m), ws_blocks(sms), stream);
+    const bool tm = g_tc_path == 0 || g_tc_path == 13 || g_tc_path == 14;
+    return launch_rs_int4(x, ldx, w, e, ws_tile(m, w.n, sms), ws_blocks(sms), tm, stream);
   }
   if (m >= 64 && ((g_tc_path >= 4 && g_tc_path <= 7) || g_tc_path == 9 || g_tc_path == 10)) {
     const int sms = stream_sms(stream);

@@ -52,9 +52,10 @@ cudaError_t launch_wgmma_bf16(const bf16* x, int ldx, const Bf16Weight& w, const
 cudaError_t launch_ws_int4(const bf16* x, int ldx, const Int4Weight& w, const EpiArgs& e, int bt,
                            int max_blocks, bool rel0, cudaStream_t stream);
 // Register-A variant (gemm_sm90_rs.cu): TMA-fed X, INT4 dequantized in the consumer warps'
-// registers (wgmma with A from registers); bt 256 or 128; max_blocks as above.
+// registers (wgmma with A from registers); bt 256 or 128; max_blocks as above; tensor_maps: the
+// weight fragments, scales and zeros by one TMA box each per stage (else 8 bulk copies each).
 cudaError_t launch_rs_int4(const bf16* x, int ldx, const Int4Weight& w, const EpiArgs& e, int bt,
-                           int max_blocks, cudaStream_t stream);
+                           int max_blocks, bool tensor_maps, cudaStream_t stream);
 cudaError_t launch_ws_bf16(const bf16* x, int ldx, const Bf16Weight& w, const EpiArgs& e, int bt,
                            int max_blocks, cudaStream_t stream);
 

@@ -9,7 +9,10 @@
 // their group's scales (8 × 32 B) and zeros (8 × 16 B).
 //   warpgroup 0: warp 0 issues the copies of stage i once the consumers released its slot
 //     (mbarrier `empty`): lane 0 arms `full` with the byte count (complete_tx) and issues the X
-//     tile, lane t < 8 the bulk copies of row tile t; warps 1–3 only lower their register
+//     tile, lane t < 8 the bulk copies of row tile t (25 requests per stage); with TM (tensor
+//     maps) lane 0 alone issues 4 TMA requests per stage — X, the 8 row tiles' fragments as one
+//     2-D box over [row tile][k chunk · 512 B], their scales and zeros as 2-D boxes over
+//     [row tile][group · 16] (rows past n zero-filled). Warps 1–3 only lower their register
 //     allotment (setmaxnreg) and leave.
 //   warpgroups 1, 2 (64 weight rows each, warp w: one 16-row tile): per k step of 64, each
 //     thread reads its 16 packed bytes (its 4 mma A fragments, one per k16 step) and
@@ -123,10 +126,15 @@ __device__ __forceinline__ void rs_store2(const EpiArgs& e, int tok, int col, fl
   }
 }
 
-template <int BT, int S>
+// The weight-side tensor maps of the TM variant (unused, zero, otherwise).
+struct RsWeightMaps {
+  CUtensorMap w, s, z;
+};
+
+template <int BT, int S, bool TM>
 __global__ void __launch_bounds__(kRsThreads, 1)
-    rs_gemm_kernel(const __grid_constant__ CUtensorMap tmx, Int4Weight w4, EpiArgs e, int tok_tiles,
-                   int total_tiles, int pair_ok) {
+    rs_gemm_kernel(const __grid_constant__ CUtensorMap tmx, const __grid_constant__ RsWeightMaps tmw, Int4Weight w4,
+                   EpiArgs e, int tok_tiles, int total_tiles, int pair_ok) {
   using C = RsCfg<BT, S>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
@@ -151,9 +159,17 @@ __global__ void __launch_bounds__(kRsThreads, 1)
   if (tid < 128) {
     // ---------------------------------------------------------------- copy warpgroup
     if constexpr (BT == 256) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
-    if (tid >= 32) return;
-    // Warp 0: lane 0 arms the barrier and issues the X tile; lane tt < 8 copies row tile tt.
-    if (tid == 0) asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmx)) : "memory");
+    if (tid >= (TM ? 1 : 32)) return;
+    // Warp 0: lane 0 arms the barrier and issues the X tile; lane tt < 8 copies row tile tt
+    // (TM: lane 0 issues all four boxes).
+    if (tid == 0) {
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmx)) : "memory");
+      if constexpr (TM) {
+        asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmw.w)) : "memory");
+        asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmw.s)) : "memory");
+        if (w4.zeros) asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmw.z)) : "memory");
+      }
+    }
     for (int i = 0; i < nitems; ++i) {
       const int s = i % S;
       if (i >= S) mbar_wait(&empty[s], uint32_t((i / S) - 1) & 1u);
@@ -162,6 +178,16 @@ __global__ void __launch_bounds__(kRsThreads, 1)
       const int kc = i % kc_n;
       const int tok0 = (tile % tok_tiles) * BT;
       const int t0 = (tile / tok_tiles) * (kRsRows / 16);
+      if constexpr (TM) {
+        const int gi = kc * 64 / w4.group;
+        // Every box is counted whole (its zero-filled rows too).
+        mbar_expect_tx(&full[s], uint32_t(C::kX) + 8u * (512u + 32u + (w4.zeros ? 16u : 0u)));
+        tma_load_2d(base, &tmx, kc * 64, tok0, &full[s]);
+        tma_load_2d(base + C::kX, &tmw.w, kc * 128, t0, &full[s]);
+        tma_load_2d(base + C::kX + C::kP, &tmw.s, gi * 16, t0, &full[s]);
+        if (w4.zeros) tma_load_2d(base + C::kX + C::kP + 256, &tmw.z, gi * 16, t0, &full[s]);
+        continue;
+      }
       const int nvalid = min(8, ntiles16 - t0);
       if (tid == 0) {
         const uint32_t bytes = uint32_t(C::kX) + uint32_t(nvalid) * (512u + 32u + (w4.zeros ? 16u : 0u));
@@ -292,12 +318,25 @@ EncodeTiled encode_fn() {
   return fn;
 }
 
-template <int BT, int S>
+// A 2-D tensor map over `rows` rows of `cols` elements of `esize` bytes (row pitch `pitch` bytes),
+// box {bc, br}, no swizzle, out-of-range rows zero-filled.
+bool encode_rows(CUtensorMap* map, CUtensorMapDataType type, const void* p, uint64_t cols, uint64_t rows,
+                 uint64_t pitch, uint32_t bc, uint32_t br) {
+  const cuuint64_t dims[2] = {cols, rows};
+  const cuuint64_t strides[1] = {pitch};
+  const cuuint32_t box[2] = {bc, br};
+  const cuuint32_t estr[2] = {1u, 1u};
+  return encode_fn()(map, type, 2, const_cast<void*>(p), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                     CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+template <int BT, int S, bool TM>
 cudaError_t launch_rs_t(const bf16* x, int ldx, const Int4Weight& w, const EpiArgs& e, int max_blocks,
                         cudaStream_t stream) {
   using C = RsCfg<BT, S>;
   static const cudaError_t attr =
-      cudaFuncSetAttribute(rs_gemm_kernel<BT, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
+      cudaFuncSetAttribute(rs_gemm_kernel<BT, S, TM>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
   if (attr != cudaSuccess) return attr;
   const EncodeTiled enc = encode_fn();
   if (!enc) return cudaErrorNotSupported;
@@ -311,22 +350,35 @@ cudaError_t launch_rs_t(const bf16* x, int ldx, const Int4Weight& w, const EpiAr
           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
     return cudaErrorInvalidValue;
+  RsWeightMaps wm{};
+  if constexpr (TM) {
+    // Repacked layout (gemm.cuh): qweight [ntiles16][kp/64][512 B] as u32 rows of kp/64 · 128;
+    // scales bf16 / zeros u8 [ntiles16][kp/G][16]. Box: 8 row tiles × one k chunk / group.
+    const uint64_t nt = uint64_t((w.n + 15) / 16), kc = uint64_t(w.kp / 64), ng = uint64_t(w.kp / w.group);
+    if (!encode_rows(&wm.w, CU_TENSOR_MAP_DATA_TYPE_UINT32, w.qweight, kc * 128, nt, kc * 512, 128, 8) ||
+        !encode_rows(&wm.s, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, w.scales, ng * 16, nt, ng * 32, 16, 8) ||
+        (w.zeros && !encode_rows(&wm.z, CU_TENSOR_MAP_DATA_TYPE_UINT8, w.zeros, ng * 16, nt, ng * 16, 16, 8)))
+      return cudaErrorInvalidValue;
+  }
   const int n_tiles = (((w.n + 15) / 16) * 16 + kRsRows - 1) / kRsRows;
   const int tok_tiles = (e.m + BT - 1) / BT;
   const int total = n_tiles * tok_tiles;
   const int grid = max_blocks > 0 ? std::min(total, max_blocks) : total;
   const auto a4 = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 3) == 0; };
   const bool pair_ok = e.o.ldy % 2 == 0 && a4(e.o.y) && (e.ep != 1 || (e.o.ldr % 2 == 0 && a4(e.o.residual)));
-  rs_gemm_kernel<BT, S><<<grid, kRsThreads, C::kSmem, stream>>>(map, w, e, tok_tiles, total, pair_ok ? 1 : 0);
+  rs_gemm_kernel<BT, S, TM><<<grid, kRsThreads, C::kSmem, stream>>>(map, wm, w, e, tok_tiles, total, pair_ok ? 1 : 0);
   return cudaGetLastError();
 }
 
 }  // namespace
 
 cudaError_t launch_rs_int4(const bf16* x, int ldx, const Int4Weight& w, const EpiArgs& e, int bt, int max_blocks,
-                           cudaStream_t stream) {
-  return bt == 256 ? launch_rs_t<256, 6>(x, ldx, w, e, max_blocks, stream)
-                   : launch_rs_t<128, 8>(x, ldx, w, e, max_blocks, stream);
+                           bool tensor_maps, cudaStream_t stream) {
+  if (tensor_maps)
+    return bt == 256 ? launch_rs_t<256, 6, true>(x, ldx, w, e, max_blocks, stream)
+                     : launch_rs_t<128, 8, true>(x, ldx, w, e, max_blocks, stream);
+  return bt == 256 ? launch_rs_t<256, 6, false>(x, ldx, w, e, max_blocks, stream)
+                   : launch_rs_t<128, 8, false>(x, ldx, w, e, max_blocks, stream);
 }
 
 }  // namespace detail

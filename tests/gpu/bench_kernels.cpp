@@ -224,11 +224,12 @@ void bench_prefill_gemm(int M, bool quick) {
   std::printf("\n== GEMM M=%d on %d SMs (TFLOP/s = 2*M*N*K / t; cuBLAS ceiling %.0f)\n", M,
               gemm_stream_sms(g_stream), g_blas_tflops);
   std::printf("(w4a16: default dispatch; rs256/rs128: register-A warp-specialized persistent wgmma (TMA X),\n"
-              " 256/128-token tiles; ws256/ws128: dequantize-to-smem warp-specialized (cp.async); legacy: the\n"
+              " 256/128-token tiles, weights by 8 bulk copies per operand and stage; tm256/tm128: the same with one\n"
+              " TMA box per operand and stage; ws256/ws128: dequantize-to-smem warp-specialized (cp.async); legacy: the\n"
               " dispatch before (mma.sync or all-warps wgmma 256); bf-ws256 / bf-wg: BF16 weights, warp-specialized /\n"
               " all-warps wgmma; cuBLAS: bf16 GEMM alone on dequantized weights; deq+cuBL: our dequantize + cuBLAS)\n");
-  std::printf("%-22s %9s %7s | %7s %7s %7s %7s %7s | %8s %7s | %9s %9s %9s\n", "shape", "w4a16 us", "TF/s", "rs256",
-              "rs128", "ws256", "ws128", "legacy", "bf-ws256", "bf-wg", "cuBLAS us", "cuBL TF/s", "deq+cuBL");
+  std::printf("%-22s %9s %7s | %7s %7s %7s %7s %7s %7s %7s | %8s %7s | %9s %9s %9s\n", "shape", "w4a16 us", "TF/s",
+              "rs256", "rs128", "tm256", "tm128", "ws256", "ws128", "legacy", "bf-ws256", "bf-wg", "cuBLAS us", "cuBL TF/s", "deq+cuBL");
   const int calls = quick ? 3 : 10;
   const char* only_shape = std::getenv("G4C_BENCH_SHAPE");  // substring filter (profiling)
   for (const Shape& s : kShapes) {
@@ -263,6 +264,7 @@ void bench_prefill_gemm(int M, bool quick) {
     // G4C_BENCH_NO_RS: skip the register-A kernel (run_gemm.sh sets it when its tests failed).
     const bool no_rs = std::getenv("G4C_BENCH_NO_RS") != nullptr;
     const double d = t4(no_rs ? 8 : 0), r256 = no_rs ? 0 : t4(11), r128 = no_rs ? 0 : t4(12);
+    const double m256 = no_rs ? 0 : t4(13), m128 = no_rs ? 0 : t4(14);
     const double w256 = t4(4), w128 = quick ? 0 : t4(5), leg = t4(8);
     const double bws = quick ? 0 : tb(4), bwg = tb(8);
     double tc = 0, tdc = 0;
@@ -270,8 +272,8 @@ void bench_prefill_gemm(int M, bool quick) {
       tc = time_graph([&](int) { g_blas.run(x, wd, y, M, rows, s.k); }, calls);
       tdc = time_graph([&](int) { CK(int4_dequantize(p.w[0], wd, g_stream)); g_blas.run(x, wd, y, M, rows, s.k); }, calls);
     }
-    std::printf("%-22s %9.1f %7.0f | %7.0f %7.0f %7.0f %7.0f %7.0f | %8.0f %7.0f | %9.1f %9.0f %9.1f\n", s.name,
-                d * 1e3, tf(d), tf(r256), tf(r128), tf(w256), tf(w128), tf(leg), tf(bws), tf(bwg), tc * 1e3, tf(tc),
+    std::printf("%-22s %9.1f %7.0f | %7.0f %7.0f %7.0f %7.0f %7.0f %7.0f %7.0f | %8.0f %7.0f | %9.1f %9.0f %9.1f\n",
+                s.name, d * 1e3, tf(d), tf(r256), tf(r128), tf(m256), tf(m128), tf(w256), tf(w128), tf(leg), tf(bws), tf(bwg), tc * 1e3, tf(tc),
                 tdc * 1e3);
     std::fflush(stdout);
     cudaFree(x); cudaFree(y); cudaFree(wd); cudaFree(p.mem);
@@ -359,10 +361,11 @@ void bench_attention() {
         std::snprintf(nm, sizeof nm, "prefill hd%d hkv%d W%d", L.d, L.hkv, L.window);
         std::printf("%-34s %6d %10.1f %7.0f TF %7.1f%%", nm, T, ms * 1e3, flops / (ms * 1e-3) / 1e12, pct(ms));
         // The Hopper wgmma kernel's variants (attention_sm90.cu): key tile 32 / 64 × one / two
-        // warpgroups (v1 … v4), v5 / v6 = v4 / v3 with softmax overlapping P·V (d 512: v1, v3, v5).
+        // warpgroups (v1 … v4), v5 / v6 = v4 / v3 with softmax overlapping P·V (d 512: v1, v3, v5),
+        // all launched heaviest block first; v7 = v5 in launch order by query block.
         if (L.d == 256 || L.d == 512)
-          for (int kvar : {1, 2, 3, 4, 5, 6}) {
-            if (L.d == 512 && (kvar % 2 == 0)) continue;
+          for (int kvar : {1, 2, 3, 4, 5, 6, 7}) {
+            if (L.d == 512 && (kvar % 2 == 0) && kvar != 7) continue;
             const double t = time_prefill(kvar);
             std::printf("   sm90 v%d %.1f us %.0f TF %.1f%%", kvar, t * 1e3, flops / (t * 1e-3) / 1e12, pct(t));
           }

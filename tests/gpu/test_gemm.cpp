@@ -220,11 +220,23 @@ TEST(GpuW4A16, PrefillTilesRs128) {
   TcPath p(12);
   prefill_cases();
 }
+// The register-A kernel with one TMA box per operand and stage (weights, scales and zeros as 2-D
+// tensor maps; row tiles past n arrive zero-filled).
+TEST(GpuW4A16, PrefillTilesRsTensorMaps256) {
+  G4C_REQUIRE_GPU();
+  TcPath p(13);
+  prefill_cases();
+}
+TEST(GpuW4A16, PrefillTilesRsTensorMaps128) {
+  G4C_REQUIRE_GPU();
+  TcPath p(14);
+  prefill_cases();
+}
 TEST(GpuW4A16, PrefillTilesRsPersistentLoop) {
   G4C_REQUIRE_GPU();
-  for (int path : {11, 12}) {
+  for (int path : {11, 12, 13, 14}) {
     TcPath p(path);
-    PersistBlocks b(path == 11 ? 3 : 2);
+    PersistBlocks b(path == 11 || path == 13 ? 3 : 2);
     prefill_cases();
   }
 }
@@ -239,7 +251,7 @@ TEST(GpuW4A16, PrefillTilesWsDrainEveryStep) {
 // warp-specialized variant, 2-block persistent grids (tiles loop), tails, GeluMul, odd strides.
 TEST(GpuW4A16, WsSanitizerSmall) {
   G4C_REQUIRE_GPU();
-  for (int path : {4, 5, 9, 11, 12}) {
+  for (int path : {4, 5, 9, 11, 12, 13, 14}) {
     TcPath p(path);
     PersistBlocks b(2);
     run_int4({77, 300, 776, 128, true, true, Epilogue::ResidualAdd}, kInt4Bound);
