@@ -457,11 +457,10 @@ int stream_sms(cudaStream_t stream) {
 // kernel and tensor-map weights (H200, 2026-12-03, BENCHMARKS.md "Prefill GEMM"): the rule picks
 // the faster tile in all 32 cases (M = 512 / 2048 on 132 and 16 SMs) — e.g. M = 512 q 413 vs 296
 // TFLOP/s at 128 (64 tiles of 256), full q 570 vs 430 at 256 (128 tiles of 256).
-int ws_tile(int m, int n = 0, int sms = 0) {
+int ws_tile(int m, int n, int sms) {
   if (g_tc_path == 4 || g_tc_path == 6 || g_tc_path == 9 || g_tc_path == 11 || g_tc_path == 13) return 256;
   if (g_tc_path == 5 || g_tc_path == 7 || g_tc_path == 10 || g_tc_path == 12 || g_tc_path == 14) return 128;
   if (m <= 128) return 128;
-  if (sms <= 0) return 256;
   const long tiles256 = long((n + 127) / 128) * ((m + 255) / 256);
   return 10 * tiles256 >= 9L * sms ? 256 : 128;
 }
@@ -537,7 +536,7 @@ cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilo
   }
   if (m >= 64 && ((g_tc_path >= 4 && g_tc_path <= 7) || g_tc_path == 9 || g_tc_path == 10)) {
     const int sms = stream_sms(stream);
-    return launch_ws_int4(x, ldx, w, e, ws_tile(m), ws_blocks(sms), g_tc_path >= 9, stream);
+    return launch_ws_int4(x, ldx, w, e, ws_tile(m, w.n, sms), ws_blocks(sms), g_tc_path >= 9, stream);
   }
   // Before the warp-specialized kernel (path 8), measured on the H200 (BENCHMARKS.md): the
   // all-warps wgmma INT4 kernel won on gate+up and down, the mma.sync kernel on 4k-class shapes.
@@ -555,7 +554,7 @@ cudaError_t bf16_gemm(const bf16* x, int m, int ldx, const Bf16Weight& w, Epilog
   if (m <= 16) return launch_tile<false, 4, 1, 2, 2, 4>(x, ldx, Int4Weight{}, w, e, stream);
   if (m >= 64 && g_tc_path >= 4 && g_tc_path <= 7) {
     const int sms = stream_sms(stream);
-    return launch_ws_bf16(x, ldx, w, e, ws_tile(m), ws_blocks(sms), stream);
+    return launch_ws_bf16(x, ldx, w, e, ws_tile(m, w.n, sms), ws_blocks(sms), stream);
   }
   if (m >= 64 && g_tc_path != 1) return launch_wgmma_bf16(x, ldx, w, e, wgmma_tile(m, w.n, w.k), stream);
   return launch_tile<false, 2, 4, 4, 4, 3>(x, ldx, Int4Weight{}, w, e, stream);

@@ -40,6 +40,9 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, i
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_u32(bar))
       : "memory");
 }
+__device__ __forceinline__ void prefetch_tmap(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
 __device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
                    smem_u32(dst)),
@@ -163,11 +166,11 @@ __global__ void __launch_bounds__(kRsThreads, 1)
     // Warp 0: lane 0 arms the barrier and issues the X tile; lane tt < 8 copies row tile tt
     // (TM: lane 0 issues all four boxes).
     if (tid == 0) {
-      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmx)) : "memory");
+      prefetch_tmap(&tmx);
       if constexpr (TM) {
-        asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmw.w)) : "memory");
-        asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmw.s)) : "memory");
-        if (w4.zeros) asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmw.z)) : "memory");
+        prefetch_tmap(&tmw.w);
+        prefetch_tmap(&tmw.s);
+        if (w4.zeros) prefetch_tmap(&tmw.z);
       }
     }
     for (int i = 0; i < nitems; ++i) {
@@ -318,17 +321,18 @@ EncodeTiled encode_fn() {
   return fn;
 }
 
-// A 2-D tensor map over `rows` rows of `cols` elements of `esize` bytes (row pitch `pitch` bytes),
-// box {bc, br}, no swizzle, out-of-range rows zero-filled.
+// A 2-D tensor map over `rows` rows of `cols` elements (row pitch `pitch` bytes), box {bc, br};
+// reads past either extent are zero-filled. False when the driver lacks the entry point or
+// rejects the map.
 bool encode_rows(CUtensorMap* map, CUtensorMapDataType type, const void* p, uint64_t cols, uint64_t rows,
-                 uint64_t pitch, uint32_t bc, uint32_t br) {
+                 uint64_t pitch, uint32_t bc, uint32_t br, CUtensorMapSwizzle swizzle) {
+  const EncodeTiled enc = encode_fn();
   const cuuint64_t dims[2] = {cols, rows};
   const cuuint64_t strides[1] = {pitch};
   const cuuint32_t box[2] = {bc, br};
   const cuuint32_t estr[2] = {1u, 1u};
-  return encode_fn()(map, type, 2, const_cast<void*>(p), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                     CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  return enc && enc(map, type, 2, const_cast<void*>(p), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                    swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 template <int BT, int S, bool TM>
@@ -338,26 +342,21 @@ cudaError_t launch_rs_t(const bf16* x, int ldx, const Int4Weight& w, const EpiAr
   static const cudaError_t attr =
       cudaFuncSetAttribute(rs_gemm_kernel<BT, S, TM>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
   if (attr != cudaSuccess) return attr;
-  const EncodeTiled enc = encode_fn();
-  if (!enc) return cudaErrorNotSupported;
-  // X [m][ldx] bf16 as a 2-D tensor {k, m}; box {64, BT}; reads past k or m are zero-filled.
+  if (!encode_fn()) return cudaErrorNotSupported;
+  // X [m][ldx] bf16 as a 2-D tensor {k, m}; box {64, BT}, 128-byte swizzle.
   CUtensorMap map;
-  const cuuint64_t dims[2] = {cuuint64_t(w.k), cuuint64_t(e.m)};
-  const cuuint64_t strides[1] = {cuuint64_t(ldx) * 2};
-  const cuuint32_t box[2] = {64u, cuuint32_t(BT)};
-  const cuuint32_t estr[2] = {1u, 1u};
-  if (enc(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<bf16*>(x), dims, strides, box, estr,
-          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+  if (!encode_rows(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, x, uint64_t(w.k), uint64_t(e.m), uint64_t(ldx) * 2, 64,
+                   BT, CU_TENSOR_MAP_SWIZZLE_128B))
     return cudaErrorInvalidValue;
   RsWeightMaps wm{};
   if constexpr (TM) {
     // Repacked layout (gemm.cuh): qweight [ntiles16][kp/64][512 B] as u32 rows of kp/64 · 128;
     // scales bf16 / zeros u8 [ntiles16][kp/G][16]. Box: 8 row tiles × one k chunk / group.
     const uint64_t nt = uint64_t((w.n + 15) / 16), kc = uint64_t(w.kp / 64), ng = uint64_t(w.kp / w.group);
-    if (!encode_rows(&wm.w, CU_TENSOR_MAP_DATA_TYPE_UINT32, w.qweight, kc * 128, nt, kc * 512, 128, 8) ||
-        !encode_rows(&wm.s, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, w.scales, ng * 16, nt, ng * 32, 16, 8) ||
-        (w.zeros && !encode_rows(&wm.z, CU_TENSOR_MAP_DATA_TYPE_UINT8, w.zeros, ng * 16, nt, ng * 16, 16, 8)))
+    constexpr CUtensorMapSwizzle kNone = CU_TENSOR_MAP_SWIZZLE_NONE;
+    if (!encode_rows(&wm.w, CU_TENSOR_MAP_DATA_TYPE_UINT32, w.qweight, kc * 128, nt, kc * 512, 128, 8, kNone) ||
+        !encode_rows(&wm.s, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, w.scales, ng * 16, nt, ng * 32, 16, 8, kNone) ||
+        (w.zeros && !encode_rows(&wm.z, CU_TENSOR_MAP_DATA_TYPE_UINT8, w.zeros, ng * 16, nt, ng * 16, 16, 8, kNone)))
       return cudaErrorInvalidValue;
   }
   const int n_tiles = (((w.n + 15) / 16) * 16 + kRsRows - 1) / kRsRows;

@@ -34,17 +34,6 @@ for case in ${NCU_CASES:-16,2048,256 16,8192,512}; do
   $NCU --import $O/ncu_attn_$tag.ncu-rep --page details > $O/ncu_attn_$tag.txt 2>&1
   grep -E "Duration|DRAM Throughput|Registers Per|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|Warp Cycles Per Issued|Executed Instructions  |Grid Size|Block Size|Eligible Warps|Dynamic Shared" $O/ncu_attn_$tag.txt | head -16
   $NCU --import $O/ncu_attn_$tag.ncu-rep --page source --csv --print-source sass > $O/ncu_attn_${tag}_sass.csv 2>/dev/null
-  $NCU --import $O/ncu_attn_$tag.ncu-rep --page raw --csv 2>/dev/null | python3 -c "
-import csv,sys
-rows=list(csv.reader(sys.stdin))
-if len(rows)>=3:
-  h,v=rows[0],rows[2]
-  st=[]
-  for i in range(len(h)):
-    if h[i].startswith('smsp__average_warp_latency_issue_stalled_') and h[i].endswith('.ratio'):
-      try: st.append((float(v[i].replace(',','')),h[i]))
-      except ValueError: pass
-  for x,n in sorted(st,reverse=True)[:8]: print('  stall %-70s %.2f'%(n,x))
-"
+  $NCU --import $O/ncu_attn_$tag.ncu-rep --page raw --csv 2>/dev/null | python3 scripts/gpu/ncu_stalls.py 8
 done
 t done

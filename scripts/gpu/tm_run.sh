@@ -38,21 +38,8 @@ if [[ $ST == *" ncu "* ]] && [ -n "$NCU" ]; then
     echo "rc=$?"
     $NCU --import $O/ncu_$k.ncu-rep --page details > $O/ncu_$k.txt 2>&1
     grep -E "^    (Duration|DRAM Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|Compute \(SM\) Throughput|Issue Slots Busy|Warp Cycles Per Issued Instruction|Executed Instructions  |Eligible Warps)" $O/ncu_$k.txt | head -12
-    $NCU --import $O/ncu_$k.ncu-rep --page raw --csv 2>/dev/null | python3 -c "
-import csv,sys
-rows=list(csv.reader(sys.stdin))
-if len(rows)>=3:
-  h,v=rows[0],rows[2]
-  st=[]
-  for i in range(len(h)):
-    n=h[i]
-    if (n.startswith('smsp__average_warp_latency_issue_stalled_') or n.startswith('smsp__pcsamp_warps_issue_stalled_')) and not n.endswith('_not_issued'):
-      try: st.append((float(v[i].replace(',','')),n))
-      except ValueError: pass
-    if 'pipe_tensor' in n and 'pct' in n or n.startswith('lts__t_sectors_srcunit_tex') and n.endswith('pct_of_peak_sustained_elapsed'):
-      print('  ',n,v[i])
-  for x,n in sorted(st,reverse=True)[:10]: print('  stall %-70s %.2f'%(n,x))
-"
+    $NCU --import $O/ncu_$k.ncu-rep --page raw --csv 2>/dev/null |
+      python3 scripts/gpu/ncu_stalls.py 10 sm__pipe_tensor_cycles_active.avg lts__t_sectors_srcunit_tex.avg
     $NCU --import $O/ncu_$k.ncu-rep --page source --csv --print-source sass > $O/ncu_${k}_sass.csv 2>/dev/null
   done
 fi
