@@ -389,9 +389,10 @@ int g_decode_variant = 0;
 // 11/12: register-A warp-specialized persistent kernel (gemm_sm90_rs.cu) 256/128, weights by
 // 8 bulk copies per operand and stage; 13/14: the same with one TMA box per operand and stage
 // (the default since 2026-12-03: 1.2–1.5× the bulk-copy producer on every 12B shape, H200).
-// 0: 13/14 by ws_tile's rule.
+// 0: 13/14 with the tile and k splits of rs_plan (2026-12-03).
 int g_tc_path = 0;
 int g_persistent_blocks = 0;  // > 0: grid cap of the persistent kernels (tests)
+int g_split_k = 0;            // 0: rs_plan's rule; 1: never; 2 / 4: forced (tests, benchmarks)
 
 struct DecodePlan {
   int nblk, cps, splits;
@@ -456,13 +457,54 @@ int stream_sms(cudaStream_t stream) {
 // fill at least 0.9 of a wave, 128 otherwise. Measured on the 12B shapes with the register-A
 // kernel and tensor-map weights (H200, 2026-12-03, BENCHMARKS.md "Prefill GEMM"): the rule picks
 // the faster tile in all 32 cases (M = 512 / 2048 on 132 and 16 SMs) — e.g. M = 512 q 413 vs 296
-// TFLOP/s at 128 (64 tiles of 256), full q 570 vs 430 at 256 (128 tiles of 256).
+// TFLOP/s at 128 (64 tiles of 256), full q 570 vs 430 at 256 (128 tiles of 256). The default
+// path (0) uses rs_plan below instead, which agrees with it where it does not split k.
 int ws_tile(int m, int n, int sms) {
   if (g_tc_path == 4 || g_tc_path == 6 || g_tc_path == 9 || g_tc_path == 11 || g_tc_path == 13) return 256;
   if (g_tc_path == 5 || g_tc_path == 7 || g_tc_path == 10 || g_tc_path == 12 || g_tc_path == 14) return 128;
   if (m <= 128) return 128;
   const long tiles256 = long((n + 127) / 128) * ((m + 255) / 256);
   return 10 * tiles256 >= 9L * sms ? 256 : 128;
+}
+
+// Tile (tokens) and k splits of the tensor-map register-A kernel: the (bt, ks) of least modelled
+// time = waves × k steps per block × step cost + split cost, where a block's 64-wide k step costs
+// 1 (bt 128) or 1.4 (bt 256) and a split-K tile 5 / 9 steps more (the partial sums through
+// distributed shared memory): costs measured on the H200 (2026-12-03: ≈0.65 / 0.9 µs per step,
+// ≈3 / 6 µs per split tile; BENCHMARKS.md). Waves count tiles per block (persistent grid, ks = 1)
+// or clusters per resident-cluster slot; a split needs ≥ 8 k steps per block and must beat the
+// best unsplit plan by 10% (on down at M = 2048 the model calls 256 × 2 a near tie; measured
+// 413 vs 362 µs unsplit). Picks on the 12B shapes: full k 3840 → 512 at M = 2048: 128 × 2 (23.5
+// µs vs 38.9 unsplit); at M = 512: q, o, down, full o 256 × 2, k/v 128 × 2, full k 128 × 4; the
+// rest as ws_tile. Paths 13 / 14 force the tile (and no split unless gemm_set_split_k).
+struct RsPlan {
+  int bt, ks;
+};
+RsPlan rs_plan(int m, int n, int kp, int sms) {
+  if (g_tc_path == 13 || g_tc_path == 14) return {g_tc_path == 13 ? 256 : 128, std::max(1, g_split_k)};
+  const int kc = kp / 64;
+  double best1 = 1e30, best = 1e30;
+  RsPlan plan1{128, 1}, plan{128, 1};
+  for (int bt : {256, 128}) {
+    if (bt == 256 && m <= 128) continue;
+    const long tiles = long((n + 127) / 128) * ((m + bt - 1) / bt);
+    for (int ks : {1, 2, 4}) {
+      long slots = sms;
+      if (ks > 1) {
+        if (kc < 8 * ks) continue;
+        slots = std::min<long>(sms / ks, rs_split_clusters(bt, ks)) * ks;
+        if (slots <= 0) continue;
+      }
+      const long waves = (tiles * ks + slots - 1) / slots;
+      const double t =
+          double(waves) * ((kc + ks - 1) / ks) * (bt == 256 ? 1.4 : 1.0) + (ks > 1 ? (bt == 256 ? 9 : 5) : 0);
+      if (ks == 1 && t < best1) best1 = t, plan1 = {bt, 1};
+      if (ks > 1 && t < best) best = t, plan = {bt, ks};
+    }
+  }
+  if (g_split_k == 1) return plan1;
+  if (g_split_k > 1) return best < 1e30 ? plan : plan1;
+  return best < 0.9 * best1 ? plan : plan1;
 }
 int ws_blocks(int sms) {
   if (g_persistent_blocks > 0) return g_persistent_blocks;
@@ -473,6 +515,8 @@ int ws_blocks(int sms) {
 
 void gemm_set_tensor_core_path(int path) { g_tc_path = path; }
 void gemm_set_persistent_blocks(int blocks) { g_persistent_blocks = blocks; }
+void gemm_set_split_k(int ks) { g_split_k = ks; }
+int gemm_split_clusters(int bt, int ks) { return rs_split_clusters(bt, ks); }
 int gemm_stream_sms(cudaStream_t stream) { return stream_sms(stream); }
 
 namespace {
@@ -531,8 +575,11 @@ cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilo
   }
   if (m >= 64 && (g_tc_path == 0 || (g_tc_path >= 11 && g_tc_path <= 14))) {
     const int sms = stream_sms(stream);
-    const bool tm = g_tc_path == 0 || g_tc_path == 13 || g_tc_path == 14;
-    return launch_rs_int4(x, ldx, w, e, ws_tile(m, w.n, sms), ws_blocks(sms), tm, stream);
+    if (g_tc_path == 11 || g_tc_path == 12 || g_persistent_blocks > 0)  // no split-K with a grid cap
+      return launch_rs_int4(x, ldx, w, e, ws_tile(m, w.n, sms), ws_blocks(sms), g_tc_path != 11 && g_tc_path != 12,
+                            1, stream);
+    const RsPlan plan = rs_plan(m, w.n, w.kp, sms);
+    return launch_rs_int4(x, ldx, w, e, plan.bt, ws_blocks(sms), true, plan.ks, stream);
   }
   if (m >= 64 && ((g_tc_path >= 4 && g_tc_path <= 7) || g_tc_path == 9 || g_tc_path == 10)) {
     const int sms = stream_sms(stream);

@@ -115,9 +115,17 @@ cudaError_t int4_dequantize(const Int4Weight& w, bf16* out, cudaStream_t stream)
 // with one block per tile; 8 = the INT4 choice before the warp-specialized kernel (mma.sync,
 // or all-warps wgmma 256 for m ≥ 256 with k ≥ 12288 or n ≥ 16384); 9 / 10 (INT4) = 4 / 5 with
 // the consumers draining their wgmmas every k step (one stage more prefetch); 11 / 12 (INT4) =
-// the register-A warp-specialized kernel (the default for m ≥ 64) with 256 / 128-token tiles.
-// Not thread-safe.
+// the register-A warp-specialized kernel with 256 / 128-token tiles, weights by bulk copies;
+// 13 / 14 = the same with weights by tensor maps (the default for m ≥ 64). Not thread-safe.
 void gemm_set_tensor_core_path(int path);
+// For tests and benchmarks: split-K of the tensor-map register-A kernel: 0 (default) = by shape
+// on path 0 (gemm.cu, rs_plan; none on paths 13 / 14), 1 = never, 2 / 4 = that many k splits
+// on paths 13 / 14 (path 0: the best plan with splits, if any).
+// Not thread-safe.
+void gemm_set_split_k(int ks);
+// For benchmarks: clusters of `ks` (2, 4) blocks of the split-K kernel with `bt`-token tiles the
+// device holds at once (occupancy API; 0 when unknown).
+int gemm_split_clusters(int bt, int ks);
 // For tests: caps the persistent warp-specialized grid at `blocks` (0: the stream's SM count),
 // so that blocks loop over several tiles. Not thread-safe.
 void gemm_set_persistent_blocks(int blocks);

@@ -54,8 +54,14 @@ cudaError_t launch_ws_int4(const bf16* x, int ldx, const Int4Weight& w, const Ep
 // Register-A variant (gemm_sm90_rs.cu): TMA-fed X, INT4 dequantized in the consumer warps'
 // registers (wgmma with A from registers); bt 256 or 128; max_blocks as above; tensor_maps: the
 // weight fragments, scales and zeros by one TMA box each per stage (else 8 bulk copies each).
+// ksplit 2 / 4 (tensor maps only): split-K over a cluster of that many blocks per tile, summed
+// through distributed shared memory (one tile per cluster; max_blocks ignored); capped by the
+// k chunks.
 cudaError_t launch_rs_int4(const bf16* x, int ldx, const Int4Weight& w, const EpiArgs& e, int bt,
-                           int max_blocks, bool tensor_maps, cudaStream_t stream);
+                           int max_blocks, bool tensor_maps, int ksplit, cudaStream_t stream);
+// How many clusters of the split-K kernel (bt, ksplit 2 or 4) can be resident at once on the
+// device (occupancy API; 0 when unknown).
+int rs_split_clusters(int bt, int ksplit);
 cudaError_t launch_ws_bf16(const bf16* x, int ldx, const Bf16Weight& w, const EpiArgs& e, int bt,
                            int max_blocks, cudaStream_t stream);
 

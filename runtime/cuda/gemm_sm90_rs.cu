@@ -20,6 +20,11 @@
 //     previous k step's 4 wgmmas run; the A registers are double-buffered (k loop unrolled by
 //     two) so that wgmma.wait_group 1 frees the set about to be rewritten.
 // No bf16 A tile in shared memory: 37 KB per stage (BT = 256), so 6 stages fit.
+// Split-K (KS > 1, tensor maps only): a cluster of KS blocks per tile, block `rank` of the
+// cluster takes k chunks [rank·kc/KS, (rank+1)·kc/KS); after its main loop each block stores its
+// fp32 partial tile in its own (now idle) stage ring, and block r sums token blocks j ≡ r (mod KS)
+// of all KS partials through distributed shared memory in rank order (deterministic) and runs the
+// epilogue for them. For tiles that fill less than half a wave (full k: 64 tiles on 132 SMs).
 #include <cuda.h>
 
 #include <algorithm>
@@ -48,6 +53,26 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t b
                    smem_u32(dst)),
                "l"(src), "r"(bytes), "r"(smem_u32(bar))
                : "memory");
+}
+
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// Every thread of the cluster's blocks arrives (release) / waits (acquire).
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release;\n" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory"); }
+// 16 bytes at the same shared-memory offset in block `rank` of the cluster.
+__device__ __forceinline__ float4 ld_cluster_f4(const void* local, uint32_t rank) {
+  uint32_t ra;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(ra) : "r"(smem_u32(local)), "r"(rank));
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(ra)
+               : "memory");
+  return v;
 }
 
 __device__ __forceinline__ void wgmma_rs(float (&d)[64], const uint32_t* a, uint64_t db) {
@@ -134,7 +159,7 @@ struct RsWeightMaps {
   CUtensorMap w, s, z;
 };
 
-template <int BT, int S, bool TM>
+template <int BT, int S, bool TM, int KS>
 __global__ void __launch_bounds__(kRsThreads, 1)
     rs_gemm_kernel(const __grid_constant__ CUtensorMap tmx, const __grid_constant__ RsWeightMaps tmw, Int4Weight w4,
                    EpiArgs e, int tok_tiles, int total_tiles, int pair_ok) {
@@ -147,8 +172,14 @@ __global__ void __launch_bounds__(kRsThreads, 1)
   const int kc_n = w4.kp / 64;
   const int ntiles16 = (w4.n + 15) / 16;
   const int ngroups = w4.kp / w4.group;
-  const int my_tiles = (total_tiles - int(blockIdx.x) + int(gridDim.x) - 1) / int(gridDim.x);
-  const int nitems = my_tiles * kc_n;
+  static_assert(KS == 1 || TM, "split-K runs with tensor maps only");
+  static_assert(BT / 8 * 256 * 16 <= C::kStageAligned * S, "partial tile fits the stage ring");
+  // Split-K: one tile per cluster, this block's k chunks [k_lo, k_lo + nk). Else persistent.
+  const int rank = KS > 1 ? int(cluster_rank()) : 0;
+  const int k_lo = rank * kc_n / KS, nk = (rank + 1) * kc_n / KS - k_lo;
+  const int my_tiles = KS > 1 ? 1 : (total_tiles - int(blockIdx.x) + int(gridDim.x) - 1) / int(gridDim.x);
+  const auto tile_of = [&](int ti) { return KS > 1 ? int(blockIdx.x) / KS : int(blockIdx.x) + ti * int(gridDim.x); };
+  const int nitems = my_tiles * nk;
   if (tid == 0) {
 #pragma unroll
     for (int s = 0; s < S; ++s) {
@@ -159,10 +190,8 @@ __global__ void __launch_bounds__(kRsThreads, 1)
   }
   __syncthreads();
 
-  if (tid < 128) {
-    // ---------------------------------------------------------------- copy warpgroup
-    if constexpr (BT == 256) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
-    if (tid >= (TM ? 1 : 32)) return;
+  // The copy warp's loop (warp 0; TM: lane 0 alone).
+  const auto produce = [&]() {
     // Warp 0: lane 0 arms the barrier and issues the X tile; lane tt < 8 copies row tile tt
     // (TM: lane 0 issues all four boxes).
     if (tid == 0) {
@@ -177,8 +206,8 @@ __global__ void __launch_bounds__(kRsThreads, 1)
       const int s = i % S;
       if (i >= S) mbar_wait(&empty[s], uint32_t((i / S) - 1) & 1u);
       unsigned char* base = smem + s * C::kStageAligned;
-      const int tile = int(blockIdx.x) + (i / kc_n) * int(gridDim.x);
-      const int kc = i % kc_n;
+      const int tile = tile_of(i / nk);
+      const int kc = k_lo + i % nk;
       const int tok0 = (tile % tok_tiles) * BT;
       const int t0 = (tile / tok_tiles) * (kRsRows / 16);
       if constexpr (TM) {
@@ -207,9 +236,20 @@ __global__ void __launch_bounds__(kRsThreads, 1)
         if (w4.zeros) bulk_load(base + C::kX + C::kP + 256 + tt * 16, w4.zeros + tg * 16, 16u, &full[s]);
       }
     }
+  };
+
+  if (tid < 128) {
+    // ---------------------------------------------------------------- copy warpgroup
+    if constexpr (BT == 256) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+    if (tid < (TM ? 1 : 32)) produce();
+    if constexpr (KS > 1) {  // the consumers' two cluster barriers (partials stored, partials read)
+      cluster_arrive();
+      cluster_wait();
+      cluster_arrive();
+      cluster_wait();
+    }
     return;
   }
-
   // ------------------------------------------------------------------ consumer warpgroups
   if constexpr (BT == 256) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
   const int cw = (tid >> 7) - 1;  // weight rows cw·64 .. +63 of the tile
@@ -252,34 +292,64 @@ __global__ void __launch_bounds__(kRsThreads, 1)
 
   int item = 0;
   for (int ti = 0; ti < my_tiles; ++ti) {
-    const int tile = int(blockIdx.x) + ti * int(gridDim.x);
+    const int tile = tile_of(ti);
     const int tok0 = (tile % tok_tiles) * BT;
     const int n0 = (tile / tok_tiles) * kRsRows;
     const bool valid = n0 / 16 + tl < ntiles16;
 #pragma unroll
     for (int i = 0; i < BT / 2; ++i) acc[i] = 0.f;
     dq(a0, item, valid);
-    for (int kc = 0; kc < kc_n; kc += 2) {
+    for (int kc = 0; kc < nk; kc += 2) {
       mma(a0, item);
       wgmma_wait1();  // group item−1 (registers a1) done
       if (kc > 0) mbar_arrive(&empty[(item - 1) % S]);
       ++item;
-      if (kc + 1 >= kc_n) break;
+      if (kc + 1 >= nk) break;
       dq(a1, item, valid);
       mma(a1, item);
       wgmma_wait1();  // group item−1 (registers a0) done
       mbar_arrive(&empty[(item - 1) % S]);
       ++item;
-      if (kc + 2 < kc_n) dq(a0, item, valid);
+      if (kc + 2 < nk) dq(a0, item, valid);
     }
     wgmma_wait0();
     mbar_arrive(&empty[(item - 1) % S]);
+    if constexpr (KS > 1) {
+      // Both warpgroups are done with the stage ring (and every copy into it has landed): store
+      // the partial tile there as [token block j][consumer thread] float4, then sum token blocks
+      // j ≡ rank (mod KS) over the cluster's blocks in rank order.
+      asm volatile("bar.sync 1, 256;\n" ::: "memory");
+      float4* part = reinterpret_cast<float4*>(smem) + (tid - 128);
+#pragma unroll
+      for (int j = 0; j < BT / 8; ++j) part[j * 256] = make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
+      cluster_arrive();
+      cluster_wait();
+#pragma unroll
+      for (int j = 0; j < BT / 8; ++j) {
+        if (j % KS != rank) continue;
+        float4 sum = rank == 0 ? part[j * 256] : ld_cluster_f4(part + j * 256, 0);
+#pragma unroll
+        for (int r = 1; r < KS; ++r) {
+          const float4 v = r == rank ? part[j * 256] : ld_cluster_f4(part + j * 256, uint32_t(r));
+          sum.x += v.x;
+          sum.y += v.y;
+          sum.z += v.z;
+          sum.w += v.w;
+        }
+        acc[4 * j] = sum.x;
+        acc[4 * j + 1] = sum.y;
+        acc[4 * j + 2] = sum.z;
+        acc[4 * j + 3] = sum.w;
+      }
+      cluster_arrive();  // done reading the other blocks' partials (they wait before leaving)
+    }
 
     // Epilogue, as in gemm_sm90_ws.cu: acc[4j..4j+3] = (row g, tok 2t), (g, 2t+1), (g+8, 2t),
     // (g+8, 2t+1) of token block j; lanes g, g^1 swap one value for paired column stores.
     const int prow = n0 + cw * 64 + wl * 16 + g;
 #pragma unroll
     for (int j = 0; j < BT / 8; ++j) {
+      if (KS > 1 && j % KS != rank) continue;  // another block of the cluster stores it
       const int tok = tok0 + j * 8 + 2 * t;
       const float* c = acc + 4 * j;
       if (e.ep == 3) {
@@ -303,6 +373,7 @@ __global__ void __launch_bounds__(kRsThreads, 1)
       }
     }
   }
+  if constexpr (KS > 1) cluster_wait();  // the others have read this block's partial
 }
 
 using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
@@ -335,12 +406,12 @@ bool encode_rows(CUtensorMap* map, CUtensorMapDataType type, const void* p, uint
                     swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-template <int BT, int S, bool TM>
+template <int BT, int S, bool TM, int KS>
 cudaError_t launch_rs_t(const bf16* x, int ldx, const Int4Weight& w, const EpiArgs& e, int max_blocks,
                         cudaStream_t stream) {
   using C = RsCfg<BT, S>;
   static const cudaError_t attr =
-      cudaFuncSetAttribute(rs_gemm_kernel<BT, S, TM>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
+      cudaFuncSetAttribute(rs_gemm_kernel<BT, S, TM, KS>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
   if (attr != cudaSuccess) return attr;
   if (!encode_fn()) return cudaErrorNotSupported;
   // X [m][ldx] bf16 as a 2-D tensor {k, m}; box {64, BT}, 128-byte swizzle.
@@ -362,22 +433,81 @@ cudaError_t launch_rs_t(const bf16* x, int ldx, const Int4Weight& w, const EpiAr
   const int n_tiles = (((w.n + 15) / 16) * 16 + kRsRows - 1) / kRsRows;
   const int tok_tiles = (e.m + BT - 1) / BT;
   const int total = n_tiles * tok_tiles;
-  const int grid = max_blocks > 0 ? std::min(total, max_blocks) : total;
   const auto a4 = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 3) == 0; };
-  const bool pair_ok = e.o.ldy % 2 == 0 && a4(e.o.y) && (e.ep != 1 || (e.o.ldr % 2 == 0 && a4(e.o.residual)));
-  rs_gemm_kernel<BT, S, TM><<<grid, kRsThreads, C::kSmem, stream>>>(map, wm, w, e, tok_tiles, total, pair_ok ? 1 : 0);
-  return cudaGetLastError();
+  const int pair_ok =
+      e.o.ldy % 2 == 0 && a4(e.o.y) && (e.ep != 1 || (e.o.ldr % 2 == 0 && a4(e.o.residual))) ? 1 : 0;
+  if constexpr (KS == 1) {
+    const int grid = max_blocks > 0 ? std::min(total, max_blocks) : total;
+    rs_gemm_kernel<BT, S, TM, 1><<<grid, kRsThreads, C::kSmem, stream>>>(map, wm, w, e, tok_tiles, total, pair_ok);
+    return cudaGetLastError();
+  } else {  // one cluster of KS blocks per tile (max_blocks does not apply)
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = KS;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(unsigned(total * KS));
+    cfg.blockDim = dim3(kRsThreads);
+    cfg.dynamicSmemBytes = C::kSmem;
+    cfg.stream = stream;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, rs_gemm_kernel<BT, S, TM, KS>, map, wm, w, e, tok_tiles, total, pair_ok);
+  }
+}
+
+// Clusters of KS blocks of the split-K kernel that can be resident at once (0 when unknown).
+template <int BT, int S, int KS>
+int rs_clusters_t() {
+  static const int n = [] {
+    using C = RsCfg<BT, S>;
+    if (cudaFuncSetAttribute(rs_gemm_kernel<BT, S, true, KS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             C::kSmem) != cudaSuccess)
+      return 0;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = KS;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(KS);
+    cfg.blockDim = dim3(kRsThreads);
+    cfg.dynamicSmemBytes = C::kSmem;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    int c = 0;
+    if (cudaOccupancyMaxActiveClusters(&c, rs_gemm_kernel<BT, S, true, KS>, &cfg) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return c;
+  }();
+  return n;
 }
 
 }  // namespace
 
 cudaError_t launch_rs_int4(const bf16* x, int ldx, const Int4Weight& w, const EpiArgs& e, int bt, int max_blocks,
-                           bool tensor_maps, cudaStream_t stream) {
+                           bool tensor_maps, int ksplit, cudaStream_t stream) {
+  ksplit = std::min(ksplit, w.kp / 64);  // every block of a cluster gets ≥ 1 k chunk
+  if (tensor_maps && ksplit >= 4)
+    return bt == 256 ? launch_rs_t<256, 6, true, 4>(x, ldx, w, e, 0, stream)
+                     : launch_rs_t<128, 8, true, 4>(x, ldx, w, e, 0, stream);
+  if (tensor_maps && ksplit >= 2)
+    return bt == 256 ? launch_rs_t<256, 6, true, 2>(x, ldx, w, e, 0, stream)
+                     : launch_rs_t<128, 8, true, 2>(x, ldx, w, e, 0, stream);
   if (tensor_maps)
-    return bt == 256 ? launch_rs_t<256, 6, true>(x, ldx, w, e, max_blocks, stream)
-                     : launch_rs_t<128, 8, true>(x, ldx, w, e, max_blocks, stream);
-  return bt == 256 ? launch_rs_t<256, 6, false>(x, ldx, w, e, max_blocks, stream)
-                   : launch_rs_t<128, 8, false>(x, ldx, w, e, max_blocks, stream);
+    return bt == 256 ? launch_rs_t<256, 6, true, 1>(x, ldx, w, e, max_blocks, stream)
+                     : launch_rs_t<128, 8, true, 1>(x, ldx, w, e, max_blocks, stream);
+  return bt == 256 ? launch_rs_t<256, 6, false, 1>(x, ldx, w, e, max_blocks, stream)
+                   : launch_rs_t<128, 8, false, 1>(x, ldx, w, e, max_blocks, stream);
+}
+
+int rs_split_clusters(int bt, int ksplit) {
+  if (ksplit >= 4) return bt == 256 ? rs_clusters_t<256, 6, 4>() : rs_clusters_t<128, 8, 4>();
+  if (ksplit >= 2) return bt == 256 ? rs_clusters_t<256, 6, 2>() : rs_clusters_t<128, 8, 2>();
+  return 0;
 }
 
 }  // namespace detail

@@ -230,6 +230,10 @@ void bench_prefill_gemm(int M, bool quick) {
               " all-warps wgmma; cuBLAS: bf16 GEMM alone on dequantized weights; deq+cuBL: our dequantize + cuBLAS)\n");
   std::printf("%-22s %9s %7s | %7s %7s %7s %7s %7s %7s %7s | %8s %7s | %9s %9s %9s\n", "shape", "w4a16 us", "TF/s",
               "rs256", "rs128", "tm256", "tm128", "ws256", "ws128", "legacy", "bf-ws256", "bf-wg", "cuBLAS us", "cuBL TF/s", "deq+cuBL");
+  std::printf("split-K: tm256xK / tm128xK = clusters of K blocks per tile; resident clusters: 256x2 %d, 256x4 %d,"
+              " 128x2 %d, 128x4 %d\n",
+              gemm_split_clusters(256, 2), gemm_split_clusters(256, 4), gemm_split_clusters(128, 2),
+              gemm_split_clusters(128, 4));
   const int calls = quick ? 3 : 10;
   const char* only_shape = std::getenv("G4C_BENCH_SHAPE");  // substring filter (profiling)
   for (const Shape& s : kShapes) {
@@ -275,6 +279,18 @@ void bench_prefill_gemm(int M, bool quick) {
     std::printf("%-22s %9.1f %7.0f | %7.0f %7.0f %7.0f %7.0f %7.0f %7.0f %7.0f | %8.0f %7.0f | %9.1f %9.0f %9.1f\n",
                 s.name, d * 1e3, tf(d), tf(r256), tf(r128), tf(m256), tf(m128), tf(w256), tf(w128), tf(leg), tf(bws), tf(bwg), tc * 1e3, tf(tc),
                 tdc * 1e3);
+    if (!no_rs) {  // split-K of the tensor-map kernel (clusters of 2 / 4 blocks per tile)
+      auto ts = [&](int path, int ks) {
+        gemm_set_split_k(ks);
+        const double ms = t4(path);
+        gemm_set_split_k(0);
+        return ms;
+      };
+      const double s2 = ts(13, 2), s4 = ts(13, 4), q2 = ts(14, 2), q4 = ts(14, 4);
+      std::printf("%-22s split-K TFLOP/s: tm256x2 %.0f (%.1f us)  tm256x4 %.0f (%.1f us)  tm128x2 %.0f (%.1f us)  "
+                  "tm128x4 %.0f (%.1f us)\n",
+                  "", tf(s2), s2 * 1e3, tf(s4), s4 * 1e3, tf(q2), q2 * 1e3, tf(q4), q4 * 1e3);
+    }
     std::fflush(stdout);
     cudaFree(x); cudaFree(y); cudaFree(wd); cudaFree(p.mem);
   }

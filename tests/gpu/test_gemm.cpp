@@ -240,6 +240,23 @@ TEST(GpuW4A16, PrefillTilesRsPersistentLoop) {
     prefill_cases();
   }
 }
+// Split-K of the tensor-map kernel: clusters of 2 / 4 blocks per tile, partial tiles summed
+// through distributed shared memory (k chunks per split 1…65 over these cases: uneven splits
+// and single-chunk splits included).
+struct SplitK {
+  explicit SplitK(int ks) { cuda::gemm_set_split_k(ks); }
+  ~SplitK() { cuda::gemm_set_split_k(0); }
+};
+TEST(GpuW4A16, PrefillTilesRsSplitK) {
+  G4C_REQUIRE_GPU();
+  for (int path : {13, 14})
+    for (int ks : {2, 4}) {
+      SCOPED_TRACE("path " + std::to_string(path) + " split " + std::to_string(ks));
+      TcPath p(path);
+      SplitK k(ks);
+      prefill_cases();
+    }
+}
 TEST(GpuW4A16, PrefillTilesWsDrainEveryStep) {
   G4C_REQUIRE_GPU();
   for (int path : {9, 10}) {
@@ -256,6 +273,13 @@ TEST(GpuW4A16, WsSanitizerSmall) {
     PersistBlocks b(2);
     run_int4({77, 300, 776, 128, true, true, Epilogue::ResidualAdd}, kInt4Bound);
     run_int4({70, 301, 264, 64, false, false, Epilogue::Store}, kInt4Bound);
+    run_int4({130, 72, 520, 64, true, false, Epilogue::GeluMul}, kGeluBound);
+  }
+  PersistBlocks none(0);
+  for (int ks : {2, 4}) {
+    TcPath p(14);
+    SplitK k(ks);
+    run_int4({77, 300, 776, 128, true, true, Epilogue::ResidualAdd}, kInt4Bound);
     run_int4({130, 72, 520, 64, true, false, Epilogue::GeluMul}, kGeluBound);
   }
 }
