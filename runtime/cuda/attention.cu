@@ -11,6 +11,7 @@
 #include "runtime/cuda/attention.cuh"
 
 #include "runtime/cuda/attention_impl.cuh"
+#include "runtime/cuda/gemm.cuh"  // gemm_stream_sms
 #include "runtime/cuda/common.cuh"
 
 #include <algorithm>
@@ -286,6 +287,20 @@ int g_prefill_kernel = -1;
 // 2026-12-03 its blocks launch heaviest first (hd256 W1024 2k 96.9 → 92.9 µs, hd512 full 2k
 // 348 → 287 µs against the old order, variant 7, same run).
 constexpr int kSm90Default = 5;
+// The sm90 variant of a prefill launch: attention_set_prefill_kernel's when set, else 8 (variant 5
+// with the key ranges of long query blocks split over 2-block clusters) at d = 256 when both
+// blocks of every query block fit one wave, else 5. Measured on the H200 (2026-12-03, hd256 W1024,
+// BENCHMARKS.md "Attention"): 512 tokens (64 query blocks) 29.2 → 20.3 µs; but 2k (256 blocks)
+// 93.8 → 100.9 and 8k 368 → 446: where the SMs are already busy, the second Q load, the merge
+// (128 KB of partial O per block pair) and the pairwise co-scheduling cost more than the balance
+// gains.
+int sm90_variant(int d, const AttnBatch& b, int g, int hkv, int splits, cudaStream_t stream) {
+  if (g_prefill_kernel > 0) return g_prefill_kernel;
+  if (d != 256 || splits != 1) return kSm90Default;
+  const int tq = 128 / g;  // tokens per query block (two warpgroups of 64 rows)
+  const long blocks = long((b.max_q_len + tq - 1) / tq) * b.num_requests * hkv;
+  return 2 * blocks <= gemm_stream_sms(stream) ? 8 : kSm90Default;
+}
 
 }  // namespace
 
@@ -295,13 +310,14 @@ void attention_set_prefill_kernel(int k) { g_prefill_kernel = k; }
 int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window, int sms, bool k_from_v) {
   const int g = hq / hkv;
   if (b.max_q_len * g > 16) return 1;  // prefill-sized: enough blocks without splitting
-  const int dv_parts = d > 256 ? 2 : 1;
+  const bool coop = g_decode_kernel == 1 && !k_from_v;
+  const int dv_parts = d > 256 && !coop ? 2 : 1;  // the cooperative kernel covers d = 512 in one block
   const long blocks = long(b.num_requests) * hkv * dv_parts;
   const int keys = window > 0 ? std::min(b.max_kv_len, window + b.max_q_len) : b.max_kv_len;
   const int tiles = std::max(1, (keys + kBK - 1) / kBK);
   const int nsm = sms > 0 ? sms : num_sms();
   int s;
-  if (g_decode_kernel == 1 && !k_from_v) {
+  if (coop) {
     // Cooperative kernel: at most one wave of resident blocks (3 per SM at d ≤ 256, 1 at d 512:
     // shared memory), down to one key tile per split. Fitted to the split sweeps of 2026-12-02
     // (H200): rounding the wave up instead cost 49% at hd512 B = 16 (s5: 160 blocks on 132 SMs,
@@ -353,20 +369,20 @@ cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, 
   a.window = window;
   a.scale_log2 = scale * kLog2e;
   a.splits = splits;
-  a.dv_parts = d > 256 ? 2 : 1;
+  const bool small = b.max_q_len * g <= 16;
+  const bool coop = small && !kv.k_norm && g_decode_kernel == 1;
+  a.dv_parts = d > 256 && !coop ? 2 : 1;  // the cooperative kernel covers d = 512 in one block
   if (splits > 1) {
     const size_t rows = size_t(splits) * b.total_q * hq;
     a.ws_o = static_cast<float*>(workspace);
     a.ws_ml = reinterpret_cast<float2*>(static_cast<unsigned char*>(workspace) +
                                         ((rows * d * 4 + 255) & ~size_t(255)));
   }
-  const bool small = b.max_q_len * g <= 16;
   cudaError_t err;
-  if (small && !kv.k_norm && g_decode_kernel == 1) {
+  if (coop) {
     err = launch_attn_decode_coop(a, d, b.num_requests, stream);
   } else if (!small && !kv.k_norm && (d == 256 || d == 512) && g_prefill_kernel != 0) {
-    err = launch_attn_sm90(a, d, g_prefill_kernel < 0 ? kSm90Default : g_prefill_kernel, b.max_q_len,
-                           b.num_requests, stream);
+    err = launch_attn_sm90(a, d, sm90_variant(d, b, g, hkv, splits, stream), b.max_q_len, b.num_requests, stream);
   } else if (kv.k_norm) {  // K=V once: k_eq_v full layers (tiny d 128, 12B d 512)
     switch (d) {
       case 128: err = small ? launch_attn<128, 1, true>(a, b.max_q_len, b.num_requests, stream)

@@ -24,32 +24,49 @@ using namespace detail;
 
 namespace {
 
-constexpr int kCW = 4;   // warps per block
+constexpr int kKG = kBK / 8;  // key groups of 8 per tile (one warp's S columns)
 constexpr int kPS = 40;  // P row stride (bf16): 80-byte rows, 16-byte aligned, conflict-free ldmatrix
 
-template <int D, int DV>
+// NST K/V stages of kBK keys; DV: output columns per block (D, or 256 with d = 512 split over two
+// blocks).
+template <int D, int DV, int NST, int NW>
 struct CoopCfg {
   static constexpr int kQ = 16 * D * 2;
   static constexpr int kK = kBK * D * 2;
   static constexpr int kV = kBK * DV * 2;
   static constexpr int kP = 16 * kPS * 2;
-  static constexpr int kRed = 2 * kCW * 16 * 4;  // per warp: 16 row maxima, 16 row sums
-  static constexpr int kSmem = kQ + 2 * (kK + kV) + kP + kRed;
+  static constexpr int kRed = 2 * NW * 16 * 4;  // per warp: 16 row maxima, 16 row sums
+  static constexpr int kS = NW > kKG ? kKG * 32 * 16 : 0;  // second d halves' partial S
+  static constexpr int kSmem = kQ + NST * (kK + kV) + kP + kRed + kS;
+};
+// d = 512 (the 12B's full layers, 2026-12-03): one block per row set covers all 512 output
+// columns, so K is read once (two column halves each read K: 1.5× the counted bytes), in three
+// stages (210 KB: one block per SM), with 8 warps: warp w computes S for key group w mod 4 over
+// d half w div 4 (the second halves' partial S pass through shared memory, one barrier more) and
+// O for columns 64w … 64w + 63.
+template <int D>
+struct CoopShape {
+  static constexpr int DV = D;
+  static constexpr int NST = D == 512 ? 3 : 2;
+  static constexpr int NW = D == 512 ? 8 : 4;
 };
 
-template <int D, int DV>
-__global__ void __launch_bounds__(kCW * 32) attn_decode_coop_kernel(const AttnArgs a) {
-  using C = CoopCfg<D, DV>;
-  constexpr int kThreads = kCW * 32;
-  constexpr int NDW = DV / 8 / kCW;  // n8 output tiles per warp
-  static_assert(NDW % 2 == 0 && D % 32 == 0, "shapes");
+template <int D, int DV, int NST, int NW>
+__global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArgs a) {
+  using C = CoopCfg<D, DV, NST, NW>;
+  constexpr int kThreads = NW * 32;
+  constexpr int NDW = DV / 8 / NW;  // n8 output tiles per warp
+  constexpr int DS = NW / kKG;      // warps per key group (d split)
+  constexpr int KD = D / 16 / DS;   // k16 steps of S per warp
+  static_assert(NDW % 2 == 0 && D % 32 == 0 && NW % kKG == 0 && KD % 2 == 0, "shapes");
   extern __shared__ __align__(128) unsigned char smem_raw[];
   bf16* qs = reinterpret_cast<bf16*>(smem_raw);
   bf16* ks0 = reinterpret_cast<bf16*>(smem_raw + C::kQ);
-  bf16* vs0 = reinterpret_cast<bf16*>(smem_raw + C::kQ + 2 * C::kK);
-  bf16* ps = reinterpret_cast<bf16*>(smem_raw + C::kQ + 2 * (C::kK + C::kV));
-  float* redm = reinterpret_cast<float*>(smem_raw + C::kQ + 2 * (C::kK + C::kV) + C::kP);
-  float* redl = redm + kCW * 16;
+  bf16* vs0 = reinterpret_cast<bf16*>(smem_raw + C::kQ + NST * C::kK);
+  bf16* ps = reinterpret_cast<bf16*>(smem_raw + C::kQ + NST * (C::kK + C::kV));
+  float* redm = reinterpret_cast<float*>(smem_raw + C::kQ + NST * (C::kK + C::kV) + C::kP);
+  float* redl = redm + NW * 16;
+  float4* reds = reinterpret_cast<float4*>(redm + 2 * NW * 16);  // [key group][lane] (DS = 2)
 
   const AttnBlock blk = attn_block(a, 16);
   if (blk.qt0 >= blk.qlen) return;
@@ -59,14 +76,19 @@ __global__ void __launch_bounds__(kCW * 32) attn_decode_coop_kernel(const AttnAr
   const int G = a.g;
   const int tid = threadIdx.x;
   attn_load_q<D, 16, kThreads>(qs, a, blk, tid);  // Q tile (zero rows past the chunk)
-  __shared__ long sslot[2][kBK];
-  auto calc_slots = [&](int tile) { attn_calc_slots(sslot[(tile - t_lo) & 1], a.kv, r, tile, kend, tid); };
-  auto load_kv = [&](int stage, int tile) {
-    attn_load_kv<D, DV, kThreads>(ks0 + stage * (kBK * D), vs0 + stage * (kBK * DV), a, hk, dvp, sslot[(tile - t_lo) & 1], tid);
+  // Tile i (key tile t_lo + i): its slots in sslot[i % NST], its K/V in stage i % NST.
+  __shared__ long sslot[NST][kBK];
+  const int n = t_hi - t_lo;
+  auto calc_slots = [&](int i) { attn_calc_slots(sslot[i % NST], a.kv, r, t_lo + i, kend, tid); };
+  auto load_kv = [&](int i) {
+    const int st = i % NST;
+    attn_load_kv<D, DV, kThreads>(ks0 + st * (kBK * D), vs0 + st * (kBK * DV), a, hk, dvp, sslot[st], tid);
   };
 
   const int warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, t = lane & 3, lq = lane >> 3;
+  const int kq = warp % kKG, kd0 = (warp / kKG) * KD;  // S: key group, first k16 step
+  const bool sw = warp < kKG;                          // owns its key group's softmax and P
   const bool valid0 = g / G < ntq, valid1 = (g + 8) / G < ntq;
   const int p0 = ctx + qt0 + g / G, p1 = ctx + qt0 + (g + 8) / G;
 
@@ -75,39 +97,55 @@ __global__ void __launch_bounds__(kCW * 32) attn_decode_coop_kernel(const AttnAr
   for (int i = 0; i < NDW; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;  // l: this lane's keys only
 
-  if (t_lo < t_hi) calc_slots(t_lo);
-  if (t_lo + 1 < t_hi) calc_slots(t_lo + 1);
+#pragma unroll
+  for (int i = 0; i < NST; ++i)
+    if (i < n) calc_slots(i);
   __syncthreads();
-  if (t_lo < t_hi) load_kv(0, t_lo);
-  cp_async_commit();
-  for (int tile = t_lo; tile < t_hi; ++tile) {
-    const int st = (tile - t_lo) & 1;
-    if (tile + 1 < t_hi) load_kv(st ^ 1, tile + 1);
+#pragma unroll
+  for (int i = 0; i < NST - 1; ++i) {
+    if (i < n) load_kv(i);
     cp_async_commit();
-    cp_async_wait<1>();
+  }
+  for (int i = 0; i < n; ++i) {
+    const int tile = t_lo + i, st = i % NST;
+    if (i + NST - 1 < n) load_kv(i + NST - 1);  // into the stage tile i − 1 used (barrier below)
+    cp_async_commit();
+    cp_async_wait<NST - 1>();
     __syncthreads();
-    if (tile + 2 < t_hi) calc_slots(tile + 2);  // tile's loads were issued before the barrier
+    if (i + NST < n) calc_slots(i + NST);  // sslot[i % NST]: tile i's loads were issued earlier
     const bf16* ks = ks0 + st * (kBK * D);
     const bf16* vs = vs0 + st * (kBK * DV);
 
-    // S[16 rows][keys 8·warp …] over all of d, two k16 steps per K ldmatrix.
+    // S[16 rows][keys 8·kq …] over k16 steps [kd0, kd0 + KD) of d, two per K ldmatrix.
     float s[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-    for (int kd = 0; kd < D / 16; kd += 2) {
+    for (int kd = kd0; kd < kd0 + KD; kd += 2) {
       uint32_t b[4], qa[4];
-      ldmatrix_x4(b, ks + swz<D>(warp * 8 + (lane & 7), kd * 2 + lq));
+      ldmatrix_x4(b, ks + swz<D>(kq * 8 + (lane & 7), kd * 2 + lq));
       ldmatrix_x4(qa, qs + swz<D>((lq & 1) * 8 + (lane & 7), kd * 2 + (lq >> 1)));
       mma_bf16(s, qa, b[0], b[1]);
       ldmatrix_x4(qa, qs + swz<D>((lq & 1) * 8 + (lane & 7), (kd + 1) * 2 + (lq >> 1)));
       mma_bf16(s, qa, b[2], b[3]);
     }
+    if constexpr (DS > 1) {  // the second d half's partial S → its key group's first warp
+      if (!sw) reds[kq * 32 + lane] = make_float4(s[0], s[1], s[2], s[3]);
+      __syncthreads();
+      if (sw) {
+        const float4 h = reds[kq * 32 + lane];
+        s[0] += h.x;
+        s[1] += h.y;
+        s[2] += h.z;
+        s[3] += h.w;
+      }
+    }
     float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int j = tile * kBK + warp * 8 + 2 * t + (e & 1);
+      const int j = tile * kBK + kq * 8 + 2 * t + (e & 1);
       const bool hi = e >> 1;
       const int p = hi ? p1 : p0;
-      const bool vis = (hi ? valid1 : valid0) && j <= p && (a.window == 0 || j > p - a.window);
+      // Warps without a key group of their own see nothing (P = 0, their l stays 0).
+      const bool vis = sw && (hi ? valid1 : valid0) && j <= p && (a.window == 0 || j > p - a.window);
       const float v = vis ? s[e] * a.scale_log2 : -INFINITY;
       s[e] = v;
       if (hi) mx1 = fmaxf(mx1, v); else mx0 = fmaxf(mx0, v);
@@ -117,13 +155,13 @@ __global__ void __launch_bounds__(kCW * 32) attn_decode_coop_kernel(const AttnAr
       mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, off));
       mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, off));
     }
-    if (t == 0) {
-      redm[warp * 16 + g] = mx0;
-      redm[warp * 16 + g + 8] = mx1;
+    if (t == 0 && sw) {
+      redm[kq * 16 + g] = mx0;
+      redm[kq * 16 + g + 8] = mx1;
     }
     __syncthreads();
 #pragma unroll
-    for (int w = 0; w < kCW; ++w) {
+    for (int w = 0; w < kKG; ++w) {
       mx0 = fmaxf(mx0, redm[w * 16 + g]);
       mx1 = fmaxf(mx1, redm[w * 16 + g + 8]);
     }
@@ -142,8 +180,10 @@ __global__ void __launch_bounds__(kCW * 32) attn_decode_coop_kernel(const AttnAr
     for (int i = 0; i < NDW; ++i) {
       o[i][0] *= c0; o[i][1] *= c0; o[i][2] *= c1; o[i][3] *= c1;
     }
-    *reinterpret_cast<uint32_t*>(ps + g * kPS + warp * 8 + 2 * t) = pack_bf162(s[0], s[1]);
-    *reinterpret_cast<uint32_t*>(ps + (g + 8) * kPS + warp * 8 + 2 * t) = pack_bf162(s[2], s[3]);
+    if (sw) {
+      *reinterpret_cast<uint32_t*>(ps + g * kPS + kq * 8 + 2 * t) = pack_bf162(s[0], s[1]);
+      *reinterpret_cast<uint32_t*>(ps + (g + 8) * kPS + kq * 8 + 2 * t) = pack_bf162(s[2], s[3]);
+    }
     __syncthreads();
     // O[:, this warp's columns] += P[16][32] · V[32][...]
 #pragma unroll
@@ -173,7 +213,7 @@ __global__ void __launch_bounds__(kCW * 32) attn_decode_coop_kernel(const AttnAr
   __syncthreads();
   l0 = l1 = 0.f;
 #pragma unroll
-  for (int w = 0; w < kCW; ++w) {
+  for (int w = 0; w < NW; ++w) {
     l0 += redl[w * 16 + g];
     l1 += redl[w * 16 + g + 8];
   }
@@ -206,34 +246,36 @@ __global__ void __launch_bounds__(kCW * 32) attn_decode_coop_kernel(const AttnAr
 // The instantiation for D with its shared-memory attribute set (once; one device assumed).
 template <int D>
 auto kernel_for(cudaError_t* err) {
-  constexpr int DV = D > 256 ? 256 : D;
-  auto kern = attn_decode_coop_kernel<D, DV>;
-  static const cudaError_t attr =
-      cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, CoopCfg<D, DV>::kSmem);
+  using S = CoopShape<D>;
+  auto kern = attn_decode_coop_kernel<D, S::DV, S::NST, S::NW>;
+  static const cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                       CoopCfg<D, S::DV, S::NST, S::NW>::kSmem);
   *err = attr;
   return kern;
 }
 
 template <int D>
 cudaError_t launch(const AttnArgs& a, int num_requests, cudaStream_t stream) {
-  constexpr int DV = D > 256 ? 256 : D;
+  using S = CoopShape<D>;
+  if (a.dv_parts * S::DV != D) return cudaErrorInvalidValue;  // attention() sets 1 for this kernel
   cudaError_t err;
   auto kern = kernel_for<D>(&err);
   if (err != cudaSuccess) return err;
   dim3 grid(1, num_requests * a.hkv, a.dv_parts * a.splits);  // decode: ≤ 16/G queries per request
-  kern<<<grid, kCW * 32, CoopCfg<D, DV>::kSmem, stream>>>(a);
+  kern<<<grid, S::NW * 32, CoopCfg<D, S::DV, S::NST, S::NW>::kSmem, stream>>>(a);
   return cudaGetLastError();
 }
 
 template <int D>
 int resident() {
   static const int n = [] {
-    constexpr int DV = D > 256 ? 256 : D;
+    using S = CoopShape<D>;
     cudaError_t err;
     auto kern = kernel_for<D>(&err);
     int v = 0;
     if (err != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, kern, kCW * 32, CoopCfg<D, DV>::kSmem) != cudaSuccess)
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, kern, S::NW * 32, CoopCfg<D, S::DV, S::NST, S::NW>::kSmem) !=
+            cudaSuccess)
       v = 1;
     return v < 1 ? 1 : v;
   }();

@@ -77,13 +77,15 @@ __device__ __forceinline__ long kv_slot(const KvDev& kv, int r, int j) {
 struct AttnBlock {
   int r, hk, dvp, split, q0, qlen, ctx, qt0, ntq, kend, t_lo, t_hi;
 };
+// z: the block's (column part, KV split) index (blockIdx.z by default).
 template <int BK = kBK>
-__device__ __forceinline__ AttnBlock attn_block(const AttnArgs& a, int rows, int qblock, int rh) {
+__device__ __forceinline__ AttnBlock attn_block(const AttnArgs& a, int rows, int qblock, int rh,
+                                                int z = int(blockIdx.z)) {
   AttnBlock b;
   b.r = rh / a.hkv;
   b.hk = rh % a.hkv;
-  b.dvp = blockIdx.z % a.dv_parts;
-  b.split = blockIdx.z / a.dv_parts;
+  b.dvp = z % a.dv_parts;
+  b.split = z / a.dv_parts;
   b.q0 = a.q_start[b.r];
   b.qlen = a.q_start[b.r + 1] - b.q0;
   b.ctx = a.ctx_len[b.r];

@@ -22,9 +22,18 @@
 // the blocks are launched heaviest first (a causal block's key range grows with its queries, up
 // to window + its tokens): longest-processing-time-first list scheduling, which leaves a shorter
 // tail of a few long blocks on otherwise idle SMs than the launch order by query block does.
+// Split key ranges (CL, variant 8, 2026-12-03; the default when both blocks of every query block
+// fit one wave: attention.cu, sm90_variant): every query block is a cluster of two blocks; a block with ≥ kClMin key tiles gives the second half of them to the
+// other block of its cluster (else that block leaves at once). Both store their unnormalized O,
+// reference maxima and row sums in shared memory (the idle K/V and Q tiles), and block r merges
+// warpgroup r's rows through distributed shared memory — O = O₀·2^(m₀−m) + O₁·2^(m₁−m), likewise
+// the sums — and writes them. It doubles the blocks of an underfilled launch (512 tokens: 64
+// query blocks on 132 SMs, 1.44× faster); on a full GPU its overhead outweighs the balance it
+// buys (2k: 7% slower, 8k: 21%).
 #include "runtime/cuda/attention.cuh"
 
 #include "runtime/cuda/attention_impl.cuh"
+#include "runtime/cuda/cluster.cuh"
 #include "runtime/cuda/common.cuh"
 #include "runtime/cuda/wgmma.cuh"
 
@@ -80,9 +89,12 @@ __device__ __forceinline__ void sm90_load_kv(uint32_t ks, uint32_t vs, const bf1
 // issued together; the softmax of tile i runs while the tensor cores finish P·V, and O is
 // rescaled only after that. K and V stream one tile apart (Kᵢ₊₁ and Vᵢ loaded in iteration i),
 // so two stages of each still suffice, with three row-offset buffers and one barrier per tile.
-template <int D, int DV, int BK, int NWG, bool PIPE, bool HEAVY>
+constexpr int kClMin = 3;  // key tiles from which a CL block shares its range
+
+template <int D, int DV, int BK, int NWG, bool PIPE, bool HEAVY, bool CL>
 __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) {
   using C = Sm90Cfg<D, DV, BK, NWG>;
+  static_assert(!CL || (HEAVY && DV / 8 * 128 * NWG * 16 <= 2 * (C::kK + C::kV)), "CL: partial O fits K/V");
   constexpr int kRows = C::kRows, kThreads = C::kThreads;
   constexpr int NOFF = PIPE ? 3 : 2;
   extern __shared__ unsigned char smem_raw[];
@@ -91,12 +103,18 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
   const uint32_t qaddr = smem_u32(qs), kaddr0 = qaddr + C::kQ, vaddr0 = kaddr0 + 2 * C::kK;
   __shared__ long soff[NOFF][BK];
 
-  const AttnBlock blk = HEAVY ? attn_block<BK>(a, kRows, int(gridDim.y - 1 - blockIdx.y), int(blockIdx.x))
-                              : attn_block<BK>(a, kRows);
+  const int crank = CL ? int(cluster_rank()) : 0;
+  const AttnBlock blk =
+      HEAVY ? attn_block<BK>(a, kRows, int(gridDim.y - 1 - blockIdx.y), int(blockIdx.x), int(blockIdx.z) / (CL ? 2 : 1))
+            : attn_block<BK>(a, kRows);
   if (blk.qt0 >= blk.qlen) return;
   const int r = blk.r, hk = blk.hk, dvp = blk.dvp, split = blk.split;
   const int q0 = blk.q0, ctx = blk.ctx, qt0 = blk.qt0, ntq = blk.ntq, kend = blk.kend;
-  const int t_lo = blk.t_lo, t_hi = blk.t_hi, n = t_hi - t_lo;
+  const bool csplit = CL && blk.t_hi - blk.t_lo >= kClMin;  // both blocks of the cluster agree
+  if (CL && !csplit && crank == 1) return;
+  const int t_half = blk.t_lo + (blk.t_hi - blk.t_lo) / 2;
+  const int t_lo = csplit && crank == 1 ? t_half : blk.t_lo, t_hi = csplit && crank == 0 ? t_half : blk.t_hi;
+  const int n = t_hi - t_lo;
   const int G = a.g;
   const int tid = threadIdx.x;
   attn_load_q<D, kRows, kThreads, true>(qs, a, blk, tid);
@@ -302,11 +320,44 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
     l0 += __shfl_xor_sync(0xffffffffu, l0, off);
     l1 += __shfl_xor_sync(0xffffffffu, l1, off);
   }
+  if constexpr (CL) {
+    if (csplit) {
+      __syncthreads();  // every warpgroup is done with the Q and K/V tiles
+      float4* part = reinterpret_cast<float4*>(base + C::kQ) + tid;  // [column block][thread]
+      float4* ml = reinterpret_cast<float4*>(base) + tid;
+#pragma unroll
+      for (int j = 0; j < DV / 8; ++j) part[j * kThreads] = make_float4(o[4 * j], o[4 * j + 1], o[4 * j + 2], o[4 * j + 3]);
+      *ml = make_float4(m0, m1, l0, l1);
+      cluster_arrive();
+      cluster_wait();
+      if (wg == crank) {  // this block writes warpgroup `crank`'s rows, merged with the other block's
+        const uint32_t peer = uint32_t(crank ^ 1);
+        const float4 pm = ld_cluster_f4(ml, peer);
+        const float M0 = fmaxf(m0, pm.x), M1 = fmaxf(m1, pm.y);
+        const float a0 = m0 == -INFINITY ? 0.f : exp2f(m0 - M0), b0 = pm.x == -INFINITY ? 0.f : exp2f(pm.x - M0);
+        const float a1 = m1 == -INFINITY ? 0.f : exp2f(m1 - M1), b1 = pm.y == -INFINITY ? 0.f : exp2f(pm.y - M1);
+        l0 = l0 * a0 + pm.z * b0;
+        l1 = l1 * a1 + pm.w * b1;
+        m0 = M0;
+        m1 = M1;
+#pragma unroll
+        for (int j = 0; j < DV / 8; ++j) {  // (o must stay in registers: fully unrolled)
+          const float4 q = ld_cluster_f4(part + j * kThreads, peer);
+          o[4 * j] = o[4 * j] * a0 + q.x * b0;
+          o[4 * j + 1] = o[4 * j + 1] * a0 + q.y * b0;
+          o[4 * j + 2] = o[4 * j + 2] * a1 + q.z * b1;
+          o[4 * j + 3] = o[4 * j + 3] * a1 + q.w * b1;
+        }
+      }
+      cluster_arrive();  // done reading the other block's partials (it waits before leaving)
+    }
+  }
   const int dtot = DV * a.dv_parts;
+  const bool writes = !CL || !csplit || wg == crank;
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const bool valid = half ? valid1 : valid0;
-    if (!valid) continue;
+    if (!valid || !writes) continue;
     const int rho = half ? rho1 : rho0;
     const long tok = q0 + qt0 + rho / G;
     const int head = hk * G + rho % G;
@@ -327,20 +378,38 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
       if (dvp == 0 && t == 0) a.ws_ml[row] = make_float2(half ? m1 : m0, l);
     }
   }
+  if constexpr (CL) {
+    if (csplit) cluster_wait();  // the other block has read this one's partials
+  }
 }
 
-template <int D, int BK, int NWG, bool PIPE = false, bool HEAVY = true>
+template <int D, int BK, int NWG, bool PIPE = false, bool HEAVY = true, bool CL = false>
 cudaError_t launch(const AttnArgs& a, int max_q_len, int num_requests, cudaStream_t stream) {
   constexpr int DV = D > 256 ? 256 : D;
   using C = Sm90Cfg<D, DV, BK, NWG>;
-  auto kern = attn_sm90_kernel<D, DV, BK, NWG, PIPE, HEAVY>;
+  auto kern = attn_sm90_kernel<D, DV, BK, NWG, PIPE, HEAVY, CL>;
   static const cudaError_t attr =  // once per instantiation (one device assumed)
       cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
   if (attr != cudaSuccess) return attr;
   const int tq = C::kRows / a.g;
   const int qblocks = (max_q_len + tq - 1) / tq;
-  const dim3 grid = HEAVY ? dim3(num_requests * a.hkv, qblocks, a.dv_parts * a.splits)
+  const dim3 grid = HEAVY ? dim3(num_requests * a.hkv, qblocks, a.dv_parts * a.splits * (CL ? 2 : 1))
                           : dim3(qblocks, num_requests * a.hkv, a.dv_parts * a.splits);
+  if constexpr (CL) {  // clusters of the two blocks of a query block (consecutive z)
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = 1;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 2;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(C::kThreads);
+    cfg.dynamicSmemBytes = C::kSmem;
+    cfg.stream = stream;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, kern, a);
+  }
   kern<<<grid, C::kThreads, C::kSmem, stream>>>(a);
   return cudaGetLastError();
 }
@@ -351,7 +420,8 @@ cudaError_t launch_attn_sm90(const AttnArgs& a, int d, int variant, int max_q_le
                              cudaStream_t stream) {
   // 1: BK 32, one warpgroup; 2: BK 64, one; 3: BK 32, two; 4: BK 64, two; 5 / 6 = 4 / 3 with
   // PIPE (d = 512: BK 32 only, 64 would not fit the registers; 2 = 1, 4 = 3, 6 = 5 there); 7 = 5
-  // with the blocks in launch order by query block (not HEAVY first; for comparison). Shared
+  // with the blocks in launch order by query block (not HEAVY first; for comparison); 8 = 5 with
+  // split key ranges (CL; d = 256 and one KV split only, else 5). Shared
   // memory: 1 ≈ 97 KB, 2 ≈ 161 KB, 3 ≈ 129 KB, 4 ≈ 193 KB at d = 256; d = 512: 1 ≈ 161 KB, 3 ≈ 225 KB.
   if (d == 256) switch (variant) {
       case 1: return launch<256, 32, 1>(a, max_q_len, num_requests, stream);
@@ -361,12 +431,16 @@ cudaError_t launch_attn_sm90(const AttnArgs& a, int d, int variant, int max_q_le
       case 5: return launch<256, 64, 2, true>(a, max_q_len, num_requests, stream);
       case 6: return launch<256, 32, 2, true>(a, max_q_len, num_requests, stream);
       case 7: return launch<256, 64, 2, true, false>(a, max_q_len, num_requests, stream);
+      case 8:
+        return a.splits == 1 ? launch<256, 64, 2, true, true, true>(a, max_q_len, num_requests, stream)
+                             : launch<256, 64, 2, true>(a, max_q_len, num_requests, stream);
     }
   if (d == 512) switch (variant) {
       case 1: case 2: return launch<512, 32, 1>(a, max_q_len, num_requests, stream);
       case 3: case 4: return launch<512, 32, 2>(a, max_q_len, num_requests, stream);
       case 5: case 6: return launch<512, 32, 2, true>(a, max_q_len, num_requests, stream);
       case 7: return launch<512, 32, 2, true, false>(a, max_q_len, num_requests, stream);
+      case 8: return launch<512, 32, 2, true>(a, max_q_len, num_requests, stream);  // no CL: O does not fit
     }
   return cudaErrorInvalidValue;
 }

@@ -352,14 +352,16 @@ TEST(GpuAttention, DecodeBothKernels) {
 
 // The prefill kernels at d 256 / 512: the flash kernel (0) and the Hopper wgmma kernel's six
 // variants (attention_sm90.cu: key tile 32 / 64 × one / two warpgroups per block, 5 / 6 with
-// softmax overlapping P·V, 7 = 5 with blocks in launch order instead of heaviest first; d 512
-// maps 2 / 4 / 6 to 1 / 3 / 5 and runs those twice): the
+// softmax overlapping P·V, 7 = 5 with blocks in launch order instead of heaviest first, 8 = 5
+// with the key ranges of blocks of ≥ 3 key tiles split over 2-block clusters and merged through
+// distributed shared memory (d 256 without split-KV; else 5); d 512 maps 2 / 4 / 6 to 1 / 3 / 5
+// and runs those twice): the
 // prefill cases above at d 256 / 512, plus chunks long enough for whole (unmasked) tiles and
 // the skipped rescale, every GQA width the API allows at d 256 (G = 1 … 16: 64 … 4 tokens per
 // block), and split-KV over a prefill chunk (the workspace path). Same reference and bound.
 TEST(GpuAttention, PrefillHopperKernel) {
   G4C_REQUIRE_GPU();
-  for (int variant : {0, 1, 2, 3, 4, 5, 6, 7}) {
+  for (int variant : {0, 1, 2, 3, 4, 5, 6, 7, 8}) {
     struct Use {
       explicit Use(int v) { cuda::attention_set_prefill_kernel(v); }
       ~Use() { cuda::attention_set_prefill_kernel(-1); }

@@ -1,0 +1,32 @@
+// Thread-block cluster helpers shared by the sm_90 kernels that combine partial results through
+// distributed shared memory (split-K GEMM in gemm_sm90_rs.cu, split key ranges in
+// attention_sm90.cu). Only included from .cu.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/cuda/common.cuh"
+
+namespace g4c::cuda::detail {
+
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// Every thread of the cluster's blocks arrives (release) / waits (acquire).
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release;\n" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory"); }
+// 16 bytes at the same shared-memory offset in block `rank` of the cluster.
+__device__ __forceinline__ float4 ld_cluster_f4(const void* local, uint32_t rank) {
+  uint32_t ra;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(ra) : "r"(smem_u32(local)), "r"(rank));
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(ra)
+               : "memory");
+  return v;
+}
+
+}  // namespace g4c::cuda::detail
