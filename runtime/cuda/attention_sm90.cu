@@ -396,18 +396,8 @@ cudaError_t launch(const AttnArgs& a, int max_q_len, int num_requests, cudaStrea
   const dim3 grid = HEAVY ? dim3(num_requests * a.hkv, qblocks, a.dv_parts * a.splits * (CL ? 2 : 1))
                           : dim3(qblocks, num_requests * a.hkv, a.dv_parts * a.splits);
   if constexpr (CL) {  // clusters of the two blocks of a query block (consecutive z)
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = 1;
-    at[0].val.clusterDim.y = 1;
-    at[0].val.clusterDim.z = 2;
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(C::kThreads);
-    cfg.dynamicSmemBytes = C::kSmem;
-    cfg.stream = stream;
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
+    cudaLaunchAttribute at;
+    const cudaLaunchConfig_t cfg = cluster_launch_config(grid, dim3(C::kThreads), C::kSmem, stream, dim3(1, 1, 2), &at);
     return cudaLaunchKernelEx(&cfg, kern, a);
   }
   kern<<<grid, C::kThreads, C::kSmem, stream>>>(a);

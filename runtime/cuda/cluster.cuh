@@ -29,4 +29,22 @@ __device__ __forceinline__ float4 ld_cluster_f4(const void* local, uint32_t rank
   return v;
 }
 
+// Host side: a launch configuration for cudaLaunchKernelEx / cudaOccupancyMaxActiveClusters with
+// thread-block clusters of `cluster` blocks; `at` (kept alive by the caller) holds the attribute.
+inline cudaLaunchConfig_t cluster_launch_config(dim3 grid, dim3 block, size_t smem, cudaStream_t stream, dim3 cluster,
+                                                cudaLaunchAttribute* at) {
+  at->id = cudaLaunchAttributeClusterDimension;
+  at->val.clusterDim.x = cluster.x;
+  at->val.clusterDim.y = cluster.y;
+  at->val.clusterDim.z = cluster.z;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = at;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
 }  // namespace g4c::cuda::detail

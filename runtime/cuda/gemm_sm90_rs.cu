@@ -422,18 +422,9 @@ cudaError_t launch_rs_t(const bf16* x, int ldx, const Int4Weight& w, const EpiAr
     rs_gemm_kernel<BT, S, TM, 1><<<grid, kRsThreads, C::kSmem, stream>>>(map, wm, w, e, tok_tiles, total, pair_ok);
     return cudaGetLastError();
   } else {  // one cluster of KS blocks per tile (max_blocks does not apply)
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = KS;
-    at[0].val.clusterDim.y = 1;
-    at[0].val.clusterDim.z = 1;
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(unsigned(total * KS));
-    cfg.blockDim = dim3(kRsThreads);
-    cfg.dynamicSmemBytes = C::kSmem;
-    cfg.stream = stream;
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
+    cudaLaunchAttribute at;
+    const cudaLaunchConfig_t cfg =
+        cluster_launch_config(dim3(unsigned(total * KS)), dim3(kRsThreads), C::kSmem, stream, dim3(KS, 1, 1), &at);
     return cudaLaunchKernelEx(&cfg, rs_gemm_kernel<BT, S, TM, KS>, map, wm, w, e, tok_tiles, total, pair_ok);
   }
 }
@@ -446,17 +437,8 @@ int rs_clusters_t() {
     if (cudaFuncSetAttribute(rs_gemm_kernel<BT, S, true, KS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              C::kSmem) != cudaSuccess)
       return 0;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = KS;
-    at[0].val.clusterDim.y = 1;
-    at[0].val.clusterDim.z = 1;
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(KS);
-    cfg.blockDim = dim3(kRsThreads);
-    cfg.dynamicSmemBytes = C::kSmem;
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
+    cudaLaunchAttribute at;
+    const cudaLaunchConfig_t cfg = cluster_launch_config(dim3(KS), dim3(kRsThreads), C::kSmem, nullptr, dim3(KS, 1, 1), &at);
     int c = 0;
     if (cudaOccupancyMaxActiveClusters(&c, rs_gemm_kernel<BT, S, true, KS>, &cfg) != cudaSuccess) {
       cudaGetLastError();
