@@ -28,7 +28,7 @@ if [[ $ST == *" bench "* ]]; then
   IFS=';' read -ra EXTRA <<< "${BENCH:-}"
   for i in "${!EXTRA[@]}"; do
     t "bench: ${EXTRA[$i]}"
-    eval "timeout 200 ${EXTRA[$i]}" > $O/extra$i.log 2>&1; echo "rc=$?"; tail -40 $O/extra$i.log
+    eval "timeout 200 env ${EXTRA[$i]}" > $O/extra$i.log 2>&1; echo "rc=$?"; tail -40 $O/extra$i.log
   done
 fi
 if [[ $ST == *" san "* ]]; then
