@@ -287,6 +287,9 @@ int g_prefill_kernel = -1;
 // 2026-12-03 its blocks launch heaviest first (hd256 W1024 2k 96.9 → 92.9 µs, hd512 full 2k
 // 348 → 287 µs against the old order, variant 7, same run).
 constexpr int kSm90Default = 5;
+// Blocks per row set that split the output columns: two at d = 512 (256 columns each), except in
+// the cooperative decode kernel, which covers d = 512 in one block (K read once; 2026-12-03).
+int column_parts(int d, bool coop) { return d > 256 && !coop ? 2 : 1; }
 // The sm90 variant of a prefill launch: attention_set_prefill_kernel's when set, else 8 (variant 5
 // with the key ranges of long query blocks split over 2-block clusters) at d = 256 when both
 // blocks of every query block fit one wave, else 5. Measured on the H200 (2026-12-03, hd256 W1024,
@@ -311,8 +314,7 @@ int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window,
   const int g = hq / hkv;
   if (b.max_q_len * g > 16) return 1;  // prefill-sized: enough blocks without splitting
   const bool coop = g_decode_kernel == 1 && !k_from_v;
-  const int dv_parts = d > 256 && !coop ? 2 : 1;  // the cooperative kernel covers d = 512 in one block
-  const long blocks = long(b.num_requests) * hkv * dv_parts;
+  const long blocks = long(b.num_requests) * hkv * column_parts(d, coop);
   const int keys = window > 0 ? std::min(b.max_kv_len, window + b.max_q_len) : b.max_kv_len;
   const int tiles = std::max(1, (keys + kBK - 1) / kBK);
   const int nsm = sms > 0 ? sms : num_sms();
@@ -371,7 +373,7 @@ cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, 
   a.splits = splits;
   const bool small = b.max_q_len * g <= 16;
   const bool coop = small && !kv.k_norm && g_decode_kernel == 1;
-  a.dv_parts = d > 256 && !coop ? 2 : 1;  // the cooperative kernel covers d = 512 in one block
+  a.dv_parts = column_parts(d, coop);
   if (splits > 1) {
     const size_t rows = size_t(splits) * b.total_q * hq;
     a.ws_o = static_cast<float*>(workspace);

@@ -27,13 +27,12 @@ namespace {
 constexpr int kKG = kBK / 8;  // key groups of 8 per tile (one warp's S columns)
 constexpr int kPS = 40;  // P row stride (bf16): 80-byte rows, 16-byte aligned, conflict-free ldmatrix
 
-// NST K/V stages of kBK keys; DV: output columns per block (D, or 256 with d = 512 split over two
-// blocks).
-template <int D, int DV, int NST, int NW>
+// NST K/V stages of kBK keys, NW warps; every block produces all D output columns.
+template <int D, int NST, int NW>
 struct CoopCfg {
   static constexpr int kQ = 16 * D * 2;
   static constexpr int kK = kBK * D * 2;
-  static constexpr int kV = kBK * DV * 2;
+  static constexpr int kV = kBK * D * 2;
   static constexpr int kP = 16 * kPS * 2;
   static constexpr int kRed = 2 * NW * 16 * 4;  // per warp: 16 row maxima, 16 row sums
   static constexpr int kS = NW > kKG ? kKG * 32 * 16 : 0;  // second d halves' partial S
@@ -46,14 +45,15 @@ struct CoopCfg {
 // O for columns 64w … 64w + 63.
 template <int D>
 struct CoopShape {
-  static constexpr int DV = D;
   static constexpr int NST = D == 512 ? 3 : 2;
   static constexpr int NW = D == 512 ? 8 : 4;
+  using Cfg = CoopCfg<D, NST, NW>;
 };
 
-template <int D, int DV, int NST, int NW>
+template <int D, int NST, int NW>
 __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArgs a) {
-  using C = CoopCfg<D, DV, NST, NW>;
+  using C = CoopCfg<D, NST, NW>;
+  constexpr int DV = D;  // output columns per block (a.dv_parts = 1)
   constexpr int kThreads = NW * 32;
   constexpr int NDW = DV / 8 / NW;  // n8 output tiles per warp
   constexpr int DS = NW / kKG;      // warps per key group (d split)
@@ -247,9 +247,9 @@ __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArg
 template <int D>
 auto kernel_for(cudaError_t* err) {
   using S = CoopShape<D>;
-  auto kern = attn_decode_coop_kernel<D, S::DV, S::NST, S::NW>;
-  static const cudaError_t attr = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                       CoopCfg<D, S::DV, S::NST, S::NW>::kSmem);
+  auto kern = attn_decode_coop_kernel<D, S::NST, S::NW>;
+  static const cudaError_t attr =
+      cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, S::Cfg::kSmem);
   *err = attr;
   return kern;
 }
@@ -257,12 +257,12 @@ auto kernel_for(cudaError_t* err) {
 template <int D>
 cudaError_t launch(const AttnArgs& a, int num_requests, cudaStream_t stream) {
   using S = CoopShape<D>;
-  if (a.dv_parts * S::DV != D) return cudaErrorInvalidValue;  // attention() sets 1 for this kernel
+  if (a.dv_parts != 1) return cudaErrorInvalidValue;  // attention.cu column_parts: 1 for this kernel
   cudaError_t err;
   auto kern = kernel_for<D>(&err);
   if (err != cudaSuccess) return err;
   dim3 grid(1, num_requests * a.hkv, a.dv_parts * a.splits);  // decode: ≤ 16/G queries per request
-  kern<<<grid, S::NW * 32, CoopCfg<D, S::DV, S::NST, S::NW>::kSmem, stream>>>(a);
+  kern<<<grid, S::NW * 32, S::Cfg::kSmem, stream>>>(a);
   return cudaGetLastError();
 }
 
@@ -274,8 +274,7 @@ int resident() {
     auto kern = kernel_for<D>(&err);
     int v = 0;
     if (err != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, kern, S::NW * 32, CoopCfg<D, S::DV, S::NST, S::NW>::kSmem) !=
-            cudaSuccess)
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, kern, S::NW * 32, S::Cfg::kSmem) != cudaSuccess)
       v = 1;
     return v < 1 ? 1 : v;
   }();

@@ -23,8 +23,9 @@
 // to window + its tokens): longest-processing-time-first list scheduling, which leaves a shorter
 // tail of a few long blocks on otherwise idle SMs than the launch order by query block does.
 // Split key ranges (CL, variant 8, 2026-12-03; the default when both blocks of every query block
-// fit one wave: attention.cu, sm90_variant): every query block is a cluster of two blocks; a block with ≥ kClMin key tiles gives the second half of them to the
-// other block of its cluster (else that block leaves at once). Both store their unnormalized O,
+// fit one wave: attention.cu, sm90_variant): every query block is a cluster of two blocks; a
+// block with ≥ kClMin key tiles gives the second half of them to the other block of its cluster
+// (else that block leaves at once). Both store their unnormalized O,
 // reference maxima and row sums in shared memory (the idle K/V and Q tiles), and block r merges
 // warpgroup r's rows through distributed shared memory — O = O₀·2^(m₀−m) + O₁·2^(m₁−m), likewise
 // the sums — and writes them. It doubles the blocks of an underfilled launch (512 tokens: 64
@@ -85,12 +86,12 @@ __device__ __forceinline__ void sm90_load_kv(uint32_t ks, uint32_t vs, const bf1
   }
 }
 
+constexpr int kClMin = 3;  // key tiles from which a CL block shares its range
+
 // PIPE (FA3's intra-warpgroup overlap): tile i's S = Q·Kᵢᵀ and tile i−1's O += Pᵢ₋₁·Vᵢ₋₁ are
 // issued together; the softmax of tile i runs while the tensor cores finish P·V, and O is
 // rescaled only after that. K and V stream one tile apart (Kᵢ₊₁ and Vᵢ loaded in iteration i),
 // so two stages of each still suffice, with three row-offset buffers and one barrier per tile.
-constexpr int kClMin = 3;  // key tiles from which a CL block shares its range
-
 template <int D, int DV, int BK, int NWG, bool PIPE, bool HEAVY, bool CL>
 __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) {
   using C = Sm90Cfg<D, DV, BK, NWG>;
