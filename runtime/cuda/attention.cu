@@ -237,6 +237,10 @@ __global__ void __launch_bounds__(NW * 32) attn_kernel(const std::conditional_t<
 __global__ void attn_combine_kernel(const float* __restrict__ ws_o, const float2* __restrict__ ws_ml,
                                     int splits, int total_q, int hq, int d, bf16* __restrict__ out) {
   const long th = blockIdx.x;  // token * hq + head
+  // Launched by PDL: the split kernel ahead of it may still be running (it triggers after its
+  // main loop); the partials are read after the wait. The next kernel may launch at once.
+  pdl_wait();
+  pdl_trigger();
   const long stride = long(total_q) * hq;
   const int d4 = d / 4;
   const float4* o4 = reinterpret_cast<const float4*>(ws_o);
@@ -295,6 +299,7 @@ int num_sms() {
 
 int g_decode_kernel = 1;
 int g_prefill_kernel = -1;
+bool g_attn_pdl = false;
 // The sm90 variant prefill takes by default: 64-key tiles, two warpgroups, softmax overlapping
 // P·V at d 256 (32-key tiles at d 512, where 6 = 5). H200, 2026-12-02: hd256 window 1024 at 2k
 // tokens 96.7 µs against 226.4 for the flash kernel, 97.5 for variant 4 and 117–136 for the
@@ -324,6 +329,7 @@ int sm90_variant(int d, const AttnBatch& b, int g, int hkv, int splits, cudaStre
 
 void attention_set_decode_kernel(int k) { g_decode_kernel = k; }
 void attention_set_prefill_kernel(int k) { g_prefill_kernel = k; }
+void attention_set_pdl(bool on) { g_attn_pdl = on; }
 
 int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window, int sms, bool k_from_v) {
   const int g = hq / hkv;
@@ -397,7 +403,7 @@ cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, 
   }
   cudaError_t err;
   if (coop) {
-    err = launch_attn_decode_coop(a, d, b.num_requests, stream);
+    err = launch_attn_decode_coop(a, d, b.num_requests, g_attn_pdl, stream);
   } else if (!small && !kv.k_norm && (d == 256 || d == 512) && g_prefill_kernel != 0) {
     err = launch_attn_sm90(a, d, sm90_variant(d, b, g, hkv, splits, stream), b.max_q_len, b.num_requests, stream);
   } else if (kv.k_norm) {  // K=V once: k_eq_v full layers (tiny d 128, 12B d 512)
@@ -421,9 +427,17 @@ cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, 
   }
   if (err != cudaSuccess || splits == 1) return err;
   // d/4 threads (one float4 of columns each, d is a multiple of 32 here), at most 128.
-  attn_combine_kernel<<<b.total_q * hq, std::min(128, d / 4), 0, stream>>>(
-      a.ws_o, a.ws_ml, splits, b.total_q, hq, d, out);
-  return cudaGetLastError();
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(b.total_q * hq);
+  cfg.blockDim = dim3(std::min(128, d / 4));
+  cfg.stream = stream;
+  cudaLaunchAttribute at{};
+  at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  at.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &at;
+  cfg.numAttrs = g_attn_pdl ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, attn_combine_kernel, static_cast<const float*>(a.ws_o),
+                            static_cast<const float2*>(a.ws_ml), splits, b.total_q, hq, d, out);
 }
 
 }  // namespace g4c::cuda

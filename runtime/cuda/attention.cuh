@@ -67,6 +67,14 @@ void attention_set_decode_kernel(int k);
 // Process-wide; for tests and benchmarks.
 void attention_set_prefill_kernel(int k);
 
+// Decode launches by programmatic dependent launch (off by default; the CUDA runtime turns it on
+// with the decode GEMMs' PDL): the cooperative decode kernel may start while the kernel ahead of
+// it runs — it loads its first cached K/V tiles (keys < ctx_len, block table / ring bases) before
+// it waits for that kernel, then Q and the chunk's own keys — and the split combine waits for the
+// split kernel. Whatever runs ahead must write nothing else the attention reads (the runtime's
+// q/k norm + RoPE + KV write writes Q and the new keys only). Process-wide.
+void attention_set_pdl(bool on);
+
 // q: [total_q][hq][d] bf16; out: [total_q][hq][d] bf16 (must not alias q).
 // Preconditions: d ∈ {64, 128, 256, 512}; hq % hkv == 0 and hq/hkv ∈ {1,2,4,8,16};
 // window ≥ 0 (0 = full causal); scale > 0. Every query sees at least its own key.

@@ -69,13 +69,15 @@ __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArg
   float4* reds = reinterpret_cast<float4*>(redm + 2 * NW * 16);  // [key group][lane] (DS = 2)
 
   const AttnBlock blk = attn_block(a, 16);
-  if (blk.qt0 >= blk.qlen) return;
+  if (blk.qt0 >= blk.qlen) {  // still waits: the grid must not complete before the kernel ahead (PDL)
+    pdl_wait();
+    return;
+  }
   const int r = blk.r, hk = blk.hk, dvp = blk.dvp, split = blk.split;
   const int q0 = blk.q0, ctx = blk.ctx, qt0 = blk.qt0, ntq = blk.ntq, kend = blk.kend;
   const int t_lo = blk.t_lo, t_hi = blk.t_hi;
   const int G = a.g;
   const int tid = threadIdx.x;
-  attn_load_q<D, 16, kThreads>(qs, a, blk, tid);  // Q tile (zero rows past the chunk)
   // Tile i (key tile t_lo + i): its slots in sslot[i % NST], its K/V in stage i % NST.
   __shared__ long sslot[NST][kBK];
   const int n = t_hi - t_lo;
@@ -101,11 +103,26 @@ __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArg
   for (int i = 0; i < NST; ++i)
     if (i < n) calc_slots(i);
   __syncthreads();
+  // Launched by PDL (attention_set_pdl), the kernel ahead of this one — the q/k norm + RoPE + KV
+  // write — may still be running: it writes Q and the keys ≥ ctx (this chunk's own). The first
+  // tiles whose keys are all < ctx are already in the cache (slots from the block table, also
+  // written before the step), so their loads go out before the wait; Q and the rest after it.
+  // (A ring slot the new key overwrites holds a key < kbeg, masked: P = 0, any finite bytes.)
+  bool early[NST - 1];
 #pragma unroll
   for (int i = 0; i < NST - 1; ++i) {
-    if (i < n) load_kv(i);
-    cp_async_commit();
+    early[i] = i < n && (t_lo + i + 1) * kBK <= ctx;
+    if (early[i]) load_kv(i);
   }
+  pdl_wait();
+  attn_load_q<D, 16, kThreads>(qs, a, blk, tid);  // Q tile (zero rows past the chunk)
+#pragma unroll
+  for (int i = 0; i < NST - 1; ++i)
+    if (i < n && !early[i]) load_kv(i);
+  // One group for the prologue, then empty ones: tile i's wait below still completes every group
+  // up to its own (tile 0 waits for all of the prologue's loads).
+#pragma unroll
+  for (int i = 0; i < NST - 1; ++i) cp_async_commit();
   for (int i = 0; i < n; ++i) {
     const int tile = t_lo + i, st = i % NST;
     if (i + NST - 1 < n) load_kv(i + NST - 1);  // into the stage tile i − 1 used (barrier below)
@@ -201,6 +218,7 @@ __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArg
     __syncthreads();  // the stage, P and the row maxima are rewritten next tile
   }
   cp_async_wait<0>();
+  pdl_trigger();  // the combine (or the next layer's GEMM) may launch; it waits for this grid
 #pragma unroll
   for (int off = 1; off <= 2; off <<= 1) {
     l0 += __shfl_xor_sync(0xffffffffu, l0, off);
@@ -255,15 +273,23 @@ auto kernel_for(cudaError_t* err) {
 }
 
 template <int D>
-cudaError_t launch(const AttnArgs& a, int num_requests, cudaStream_t stream) {
+cudaError_t launch(const AttnArgs& a, int num_requests, bool pdl, cudaStream_t stream) {
   using S = CoopShape<D>;
   if (a.dv_parts != 1) return cudaErrorInvalidValue;  // attention.cu column_parts: 1 for this kernel
   cudaError_t err;
   auto kern = kernel_for<D>(&err);
   if (err != cudaSuccess) return err;
-  dim3 grid(1, num_requests * a.hkv, a.dv_parts * a.splits);  // decode: ≤ 16/G queries per request
-  kern<<<grid, S::NW * 32, S::Cfg::kSmem, stream>>>(a);
-  return cudaGetLastError();
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(1, num_requests * a.hkv, a.dv_parts * a.splits);  // decode: ≤ 16/G queries per request
+  cfg.blockDim = dim3(S::NW * 32);
+  cfg.dynamicSmemBytes = S::Cfg::kSmem;
+  cfg.stream = stream;
+  cudaLaunchAttribute at{};
+  at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  at.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &at;
+  cfg.numAttrs = pdl ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, kern, a);
 }
 
 template <int D>
@@ -283,12 +309,12 @@ int resident() {
 
 }  // namespace
 
-cudaError_t launch_attn_decode_coop(const AttnArgs& a, int d, int num_requests, cudaStream_t stream) {
+cudaError_t launch_attn_decode_coop(const AttnArgs& a, int d, int num_requests, bool pdl, cudaStream_t stream) {
   switch (d) {
-    case 64: return launch<64>(a, num_requests, stream);
-    case 128: return launch<128>(a, num_requests, stream);
-    case 256: return launch<256>(a, num_requests, stream);
-    case 512: return launch<512>(a, num_requests, stream);
+    case 64: return launch<64>(a, num_requests, pdl, stream);
+    case 128: return launch<128>(a, num_requests, pdl, stream);
+    case 256: return launch<256>(a, num_requests, pdl, stream);
+    case 512: return launch<512>(a, num_requests, pdl, stream);
     default: return cudaErrorInvalidValue;
   }
 }

@@ -168,7 +168,9 @@ __device__ __forceinline__ void attn_load_kv(bf16* ks, bf16* vs, const AttnArgs&
 }  // namespace detail
 
 // The cooperative decode kernel (attention_decode.cu); same arguments as launch_attn, stored K only.
-cudaError_t launch_attn_decode_coop(const detail::AttnArgs& a, int d, int num_requests, cudaStream_t stream);
+// pdl: launched by programmatic dependent launch (attention_set_pdl).
+cudaError_t launch_attn_decode_coop(const detail::AttnArgs& a, int d, int num_requests, bool pdl,
+                                    cudaStream_t stream);
 // Its blocks resident per SM at head dim d (occupancy API; shared memory bounds it), ≥ 1.
 int attn_decode_coop_blocks_per_sm(int d);
 // The Hopper wgmma prefill kernel (attention_sm90.cu), d ∈ {256, 512}, stored K; variants in

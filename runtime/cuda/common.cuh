@@ -26,6 +26,13 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src
 __device__ __forceinline__ void cp_async16_s(uint32_t saddr, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(saddr), "l"(gmem));
 }
+// Programmatic dependent launch (PDL): a kernel launched with
+// cudaLaunchAttributeProgrammaticStreamSerialization may start before the kernel ahead of it in
+// the stream has finished. pdl_wait() returns once that kernel has completed and its writes are
+// visible (at once when the launch had no such dependency); pdl_trigger() lets the kernel after
+// this one launch early (it changes nothing for a kernel launched without the attribute).
+__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+__device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
 // 2^x by one MUFU.EX2 (ex2.approx.ftz: max relative error 2^-22, subnormal results flush to 0,
 // 2^-inf = 0); exp2f adds a range check and two multiplies per call.
 __device__ __forceinline__ float fast_exp2(float x) {

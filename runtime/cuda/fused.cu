@@ -125,6 +125,9 @@ __global__ void qk_rope_kernel(const bf16* __restrict__ q, const bf16* __restric
                                float theta, int rotary_pairs, float eps, bf16* q_out,
                                bf16* __restrict__ k_cache, bf16* __restrict__ v_cache) {
   constexpr int P = D / 64;  // rotate-half pairs per lane
+  // The attention after this kernel may launch now (attention_set_pdl): before it waits for this
+  // grid it reads only keys already cached, never Q or the keys written here.
+  pdl_trigger();
   const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
   const int lane = threadIdx.x & 31;
   const int heads = hq + hkv;

@@ -135,6 +135,9 @@ void CudaBackend::prepare(const plan::Plan& plan, const runtime::WeightStore& we
   // Decode GEMMs may start before the kernel before them ends (they read only weights until
   // griddepcontrol.wait) — not while a streamed weight can still be landing in a slot.
   cuda::gemm_set_decode_pdl(streamed_.empty() && opts_.decode_pdl);
+  // Likewise the decode attention and its split combine (attention.cuh, attention_set_pdl): the
+  // attention reads only already-cached keys before its wait, the combine nothing.
+  cuda::attention_set_pdl(streamed_.empty() && opts_.decode_pdl);
   max_blocks_ = std::max(1, kv.num_blocks);  // block-table width: the most one sequence may need
   // Activations for the engine's largest step before KV is sized (growing later could not fit).
   ensure_capacity(std::max({1, opts_.max_tokens, std::min(kv.step_tokens, (*plan_)->max_chunk_tokens() * std::max(1, kv.ring_slots))}),

@@ -8,6 +8,9 @@
 #include "runtime/cuda/fused.cuh"
 #include "tests/gpu/gpu_util.h"
 
+cudaError_t slow_scatter(const void* src, void* const* dst, size_t chunks, unsigned sleep_ns,
+                         cudaStream_t stream);  // slow_copy.cu
+
 namespace g4c::gputest {
 namespace {
 
@@ -24,7 +27,12 @@ struct AttnCase {
   // K_j = rope(bf16(V_j ⊙ k_norm)) at position j; `rotary_pairs` pairs rotate with base theta.
   int k_from_v_pairs = -1;  // -1: K stored
   float theta = 1e6f;
+  // Programmatic dependent launch (attention_set_pdl): Q (NaN until then) and the chunk's own
+  // keys (other finite values until then) are written by a kernel that lets the attention launch
+  // at once and writes 200 µs later; an attention that read either before its wait fails.
+  bool pdl = false;
 };
+
 
 // K from V on the host, with the kernel's (and qk_norm_rope_kv_write's) roundings: the
 // reference then differs from the kernel only by float sin/cos vs the device's sincosf.
@@ -58,8 +66,8 @@ constexpr double kAttnBound = 6e-3;
 
 void run_attn(const AttnCase& c) {
   char nm[128];
-  std::snprintf(nm, sizeof nm, "d=%d hq=%d hkv=%d W=%d %s splits=%d%s", c.d, c.hq, c.hkv, c.window,
-                c.paged ? "paged" : "ring", c.splits, c.k_from_v_pairs >= 0 ? " k_from_v" : "");
+  std::snprintf(nm, sizeof nm, "d=%d hq=%d hkv=%d W=%d %s splits=%d%s%s", c.d, c.hq, c.hkv, c.window,
+                c.paged ? "paged" : "ring", c.splits, c.k_from_v_pairs >= 0 ? " k_from_v" : "", c.pdl ? " pdl" : "");
   SCOPED_TRACE(nm);
   std::mt19937_64 rng(test_seed() ^ (uint64_t(c.d) << 24) ^ (uint64_t(c.window) << 4) ^ c.reqs.size());
   const int R = int(c.reqs.size());
@@ -162,6 +170,25 @@ void run_attn(const AttnCase& c) {
       }
     }
 
+  // PDL: the device cache starts with other finite values in the chunk's own key slots and Q is
+  // NaN; a late kernel scatters the real Q, K and V rows (16-byte chunks) into place.
+  std::vector<bf16> late_src;
+  std::vector<size_t> late_off;  // element offset of each chunk: Q (< q.size()), then K / V rows
+  std::vector<bool> late_is_v;
+  if (c.pdl) {
+    late_src = q;
+    for (size_t i = 0; i < q.size(); i += 8) late_off.push_back(i), late_is_v.push_back(false);
+    const std::vector<bf16> junk = rand_bf16(rng, size_t(row), 1.f);
+    for (int r = 0; r < R; ++r)
+      for (int j = c.reqs[r].ctx; j < c.reqs[r].ctx + c.reqs[r].qlen; ++j)
+        for (int kvv = 0; kvv < 2; ++kvv) {
+          std::vector<bf16>& cache = kvv ? vc : kc;
+          const size_t base = size_t(slot_of[r][j]) * row;
+          late_src.insert(late_src.end(), cache.begin() + base, cache.begin() + base + row);
+          std::copy(junk.begin(), junk.end(), cache.begin() + base);
+          for (long e = 0; e < row; e += 8) late_off.push_back(base + e), late_is_v.push_back(kvv == 1);
+        }
+  }
   DevBuf<bf16> dq(q), dk(kc), dv(vc), dout(ref.size()), dkn(k_norm);
   DevBuf<int> dqs(q_start), dctx(ctx), dbt(block_table), drb(ring_base);
   cuda::KvCache kv;
@@ -191,8 +218,27 @@ void run_attn(const AttnCase& c) {
   const size_t wsb = cuda::attention_workspace_bytes(b, c.hq, c.d, splits);
   DevBuf<uint8_t> ws(std::max<size_t>(wsb, 1));
   poison(dout.p, dout.bytes());
-  G4C_CUDA_OK(cuda::attention(dq.p, c.hq, c.hkv, c.d, kv, b, c.window, 1.0f, dout.p, splits, ws.p,
-                              wsb, nullptr));
+  if (c.pdl) {
+    poison(dq.p, dq.bytes());
+    std::vector<void*> dst(late_off.size());
+    for (size_t i = 0; i < dst.size(); ++i)
+      dst[i] = (i < q.size() / 8 ? dq.p : late_is_v[i] ? dv.p : dk.p) + late_off[i];
+    DevBuf<bf16> dsrc(late_src);
+    DevBuf<void*> ddst(dst);
+    cudaStream_t s;
+    G4C_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    G4C_CUDA_OK(cudaDeviceSynchronize());
+    cuda::attention_set_pdl(true);
+    G4C_CUDA_OK(slow_scatter(dsrc.p, ddst.p, dst.size(), 200000, s));
+    const cudaError_t e = cuda::attention(dq.p, c.hq, c.hkv, c.d, kv, b, c.window, 1.0f, dout.p, splits, ws.p, wsb, s);
+    cuda::attention_set_pdl(false);
+    G4C_CUDA_OK(e);
+    G4C_CUDA_OK(cudaStreamSynchronize(s));
+    G4C_CUDA_OK(cudaStreamDestroy(s));
+  } else {
+    G4C_CUDA_OK(cuda::attention(dq.p, c.hq, c.hkv, c.d, kv, b, c.window, 1.0f, dout.p, splits, ws.p,
+                                wsb, nullptr));
+  }
   G4C_CUDA_OK(cudaDeviceSynchronize());
   size_t bad = 0;
   const double err = rel_err(ref, to_float(dout.get()), &bad);
@@ -348,6 +394,26 @@ TEST(GpuAttention, DecodeBothKernels) {
     run_attn({128, 4, 1, 0, true, 16, {{900, 2}, {0, 1}}, 5});
     run_attn({64, 8, 2, 0, true, 16, {{300, 1}, {5, 2}}, 2});
   }
+}
+
+// Decode launched by programmatic dependent launch (the CUDA runtime's default): the
+// cooperative kernel loads its first cached K/V tiles before it waits for the kernel ahead, Q and
+// the chunk's own keys after; the split combine waits for the split kernel. The kernel ahead
+// writes Q and the new keys 200 µs after letting the attention launch (run_attn's `pdl`): a
+// ring that wraps (3000 > 1026 slots), paged blocks at d 512 with and without splits, a request
+// whose first tile holds its new key (ctx 0, 33), two new keys per request, and one split.
+TEST(GpuAttention, DecodePdlWaitsForQAndTheNewKeys) {
+  G4C_REQUIRE_GPU();
+  auto pdl = [](AttnCase c) {
+    c.pdl = true;
+    run_attn(c);
+  };
+  pdl({256, 16, 8, 1024, false, 0, {{3000, 1}, {700, 1}, {5000, 1}}, 0});
+  pdl({256, 16, 8, 1024, false, 0, {{3000, 1}, {700, 1}}, 1});
+  pdl({256, 16, 8, 40, true, 16, {{100, 1}, {33, 1}, {0, 1}}, 3});
+  pdl({512, 16, 1, 0, true, 64, {{2000, 1}, {37, 1}}, 0});
+  pdl({512, 16, 1, 0, true, 64, {{2000, 1}, {37, 1}}, 1});
+  pdl({128, 4, 1, 0, true, 16, {{900, 2}, {0, 1}}, 5});
 }
 
 // The prefill kernels at d 256 / 512: the flash kernel (0) and the Hopper wgmma kernel's six
