@@ -27,6 +27,49 @@ namespace {
 constexpr int kKG = kBK / 8;  // key groups of 8 per tile (one warp's S columns)
 constexpr int kPS = 40;  // P row stride (bf16): 80-byte rows, 16-byte aligned, conflict-free ldmatrix
 
+// Row offsets of tile `tile`'s kBK keys into off[0, kBK), threads < kBK, in 16-byte units
+// (slot · hkv · D / 8: 32 bits cover a 64 GB cache). Keys ≥ kend (past the block's last query,
+// masked for every row) take key kend − 1's row: any finite row gives P·V = 0 there, and every
+// load is then a plain 16-byte copy (no zero-fill size operand).
+template <int D>
+__device__ __forceinline__ void coop_offsets(uint32_t* off, const AttnArgs& a, int r, int tile, int kend, int tid) {
+  if (tid < kBK) off[tid] = uint32_t(kv_slot(a.kv, r, min(tile * kBK + tid, kend - 1)) * (long(a.hkv) * D / 8));
+}
+
+// The shared-memory byte offsets (from the K tile's base) of one thread's chunks: rows
+// kr0 + rsub, chunk c0; the 128-byte swizzle term (c0 ^ (row & 7)) takes at most two values.
+template <int D, int NT>
+struct CoopLoader {
+  static constexpr int CPR = D / 8;                // 16-byte chunks per row
+  static constexpr int TPR = CPR < NT ? CPR : NT;  // threads per row
+  static constexpr int RPP = NT / TPR;             // rows per pass
+  static_assert(CPR == TPR && kBK % RPP == 0 && (RPP % 8 == 0 || RPP == 4), "one chunk per thread and row");
+  int rsub;
+  uint32_t so[2];  // row rsub (+ 4) with its swizzle, bytes
+  uint32_t c16;    // the thread's chunk, in 16-byte units
+  __device__ explicit CoopLoader(int tid) {
+    rsub = tid / TPR;
+    const int c0 = tid % TPR;
+    c16 = uint32_t(c0);
+    so[0] = uint32_t(rsub * D * 2 + ((c0 ^ (rsub & 7)) << 4));
+    so[1] = uint32_t(rsub * D * 2 + ((c0 ^ ((rsub + 4) & 7)) << 4));
+  }
+  // One stage: K and V rows [0, kBK) from their kv head's element 0 (kb, vb) into the shared
+  // tiles at ks (K) and ks + vdelta (V): per row one offset read, two address adds, two copies.
+  __device__ __forceinline__ void load(uint32_t ks, uint32_t vdelta, const bf16* kb, const bf16* vb,
+                                       const uint32_t* off) const {
+    const uint4* k16 = reinterpret_cast<const uint4*>(kb) + c16;
+    const uint4* v16 = reinterpret_cast<const uint4*>(vb) + c16;
+#pragma unroll
+    for (int kr0 = 0; kr0 < kBK; kr0 += RPP) {
+      const uint32_t o = off[kr0 + rsub];
+      const uint32_t sa = ks + so[RPP == 4 ? (kr0 >> 2) & 1 : 0] + uint32_t(kr0 * D * 2);
+      cp_async16_s(sa, k16 + o);
+      cp_async16_s(sa + vdelta, v16 + o);
+    }
+  }
+};
+
 // NST K/V stages of kBK keys, NW warps; every block produces all D output columns.
 template <int D, int NST, int NW>
 struct CoopCfg {
@@ -59,6 +102,9 @@ __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArg
   constexpr int DS = NW / kKG;      // warps per key group (d split)
   constexpr int KD = D / 16 / DS;   // k16 steps of S per warp
   static_assert(NDW % 2 == 0 && D % 32 == 0 && NW % kKG == 0 && KD % 2 == 0, "shapes");
+  // Q in registers: 4·KD of them (64 at d 256 / 512). At d 512 one block of 256 threads fills the
+  // SM anyway (shared memory); at d 256 three blocks of 128 threads must still fit (≤ 170 each).
+  constexpr bool QREG = D >= 256;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   bf16* qs = reinterpret_cast<bf16*>(smem_raw);
   bf16* ks0 = reinterpret_cast<bf16*>(smem_raw + C::kQ);
@@ -78,13 +124,17 @@ __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArg
   const int t_lo = blk.t_lo, t_hi = blk.t_hi;
   const int G = a.g;
   const int tid = threadIdx.x;
-  // Tile i (key tile t_lo + i): its slots in sslot[i % NST], its K/V in stage i % NST.
-  __shared__ long sslot[NST][kBK];
+  // Tile i (key tile t_lo + i): its row offsets in sslot[i % NST], its K/V in stage i % NST.
+  __shared__ uint32_t sslot[NST][kBK];
   const int n = t_hi - t_lo;
-  auto calc_slots = [&](int i) { attn_calc_slots(sslot[i % NST], a.kv, r, t_lo + i, kend, tid); };
+  auto calc_slots = [&](int i) { coop_offsets<D>(sslot[i % NST], a, r, t_lo + i, kend, tid); };
+  const bf16* kbase = a.kv.k + long(hk) * D;
+  const bf16* vbase = a.kv.v + long(hk) * D;
+  const CoopLoader<D, kThreads> loader(tid);
+  const uint32_t ks_addr = smem_u32(ks0), v_delta = smem_u32(vs0) - ks_addr;
   auto load_kv = [&](int i) {
     const int st = i % NST;
-    attn_load_kv<D, DV, kThreads>(ks0 + st * (kBK * D), vs0 + st * (kBK * DV), a, hk, dvp, sslot[st], tid);
+    loader.load(ks_addr + uint32_t(st * C::kK), v_delta, kbase, vbase, sslot[st]);
   };
 
   const int warp = tid >> 5, lane = tid & 31;
@@ -97,6 +147,7 @@ __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArg
   float o[NDW][4];
 #pragma unroll
   for (int i = 0; i < NDW; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+  uint32_t qf[QREG ? KD : 1][4];  // Q's A fragments for this warp's k16 steps (QREG)
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;  // l: this lane's keys only
 
 #pragma unroll
@@ -133,17 +184,35 @@ __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArg
     const bf16* ks = ks0 + st * (kBK * D);
     const bf16* vs = vs0 + st * (kBK * DV);
 
-    // S[16 rows][keys 8·kq …] over k16 steps [kd0, kd0 + KD) of d, two per K ldmatrix.
-    float s[4] = {0.f, 0.f, 0.f, 0.f};
+    // S[16 rows][keys 8·kq …] over k16 steps [kd0, kd0 + KD) of d, two per K ldmatrix, into two
+    // accumulators (half the dependent-mma chain). Q's A fragments: from registers (QREG, loaded
+    // once at tile 0, after the prologue's loads have landed) or shared memory.
+    if constexpr (QREG) {
+      if (i == 0) {
 #pragma unroll
-    for (int kd = kd0; kd < kd0 + KD; kd += 2) {
-      uint32_t b[4], qa[4];
-      ldmatrix_x4(b, ks + swz<D>(kq * 8 + (lane & 7), kd * 2 + lq));
-      ldmatrix_x4(qa, qs + swz<D>((lq & 1) * 8 + (lane & 7), kd * 2 + (lq >> 1)));
-      mma_bf16(s, qa, b[0], b[1]);
-      ldmatrix_x4(qa, qs + swz<D>((lq & 1) * 8 + (lane & 7), (kd + 1) * 2 + (lq >> 1)));
-      mma_bf16(s, qa, b[2], b[3]);
+        for (int kk = 0; kk < KD; ++kk)
+          ldmatrix_x4(qf[kk], qs + swz<D>((lq & 1) * 8 + (lane & 7), (kd0 + kk) * 2 + (lq >> 1)));
+      }
     }
+    float s[4] = {0.f, 0.f, 0.f, 0.f}, s2[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int kk = 0; kk < KD; kk += 2) {
+      const int kd = kd0 + kk;
+      uint32_t b[4];
+      ldmatrix_x4(b, ks + swz<D>(kq * 8 + (lane & 7), kd * 2 + lq));
+      if constexpr (QREG) {
+        mma_bf16(s, qf[kk], b[0], b[1]);
+        mma_bf16(s2, qf[kk + 1], b[2], b[3]);
+      } else {
+        uint32_t qa[4];
+        ldmatrix_x4(qa, qs + swz<D>((lq & 1) * 8 + (lane & 7), kd * 2 + (lq >> 1)));
+        mma_bf16(s, qa, b[0], b[1]);
+        ldmatrix_x4(qa, qs + swz<D>((lq & 1) * 8 + (lane & 7), (kd + 1) * 2 + (lq >> 1)));
+        mma_bf16(s2, qa, b[2], b[3]);
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s[e] += s2[e];
     if constexpr (DS > 1) {  // the second d half's partial S → its key group's first warp
       if (!sw) reds[kq * 32 + lane] = make_float4(s[0], s[1], s[2], s[3]);
       __syncthreads();
@@ -182,20 +251,25 @@ __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArg
       mx0 = fmaxf(mx0, redm[w * 16 + g]);
       mx1 = fmaxf(mx1, redm[w * 16 + g + 8]);
     }
-    const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+    // Lazy rescale (as the sm90 prefill kernel): a row's reference maximum moves only when the
+    // tile's maximum exceeds it by more than 8 (P ≤ 256 otherwise; O and the row sum share the
+    // reference), and a warp none of whose rows moved skips the 32 multiplies of O.
+    const float mn0 = mx0 > m0 + 8.f ? mx0 : m0, mn1 = mx1 > m1 + 8.f ? mx1 : m1;
     const float b0 = mn0 == -INFINITY ? 0.f : mn0, b1 = mn1 == -INFINITY ? 0.f : mn1;
-    const float c0 = exp2f(m0 - b0), c1 = exp2f(m1 - b1);
-    s[0] = exp2f(s[0] - b0);
-    s[1] = exp2f(s[1] - b0);
-    s[2] = exp2f(s[2] - b1);
-    s[3] = exp2f(s[3] - b1);
+    const float c0 = mn0 == m0 ? 1.f : fast_exp2(m0 - b0), c1 = mn1 == m1 ? 1.f : fast_exp2(m1 - b1);
+    s[0] = fast_exp2(s[0] - b0);
+    s[1] = fast_exp2(s[1] - b0);
+    s[2] = fast_exp2(s[2] - b1);
+    s[3] = fast_exp2(s[3] - b1);
     l0 = l0 * c0 + (s[0] + s[1]);
     l1 = l1 * c1 + (s[2] + s[3]);
     m0 = mn0;
     m1 = mn1;
+    if (__any_sync(0xffffffffu, c0 != 1.f || c1 != 1.f)) {
 #pragma unroll
-    for (int i = 0; i < NDW; ++i) {
-      o[i][0] *= c0; o[i][1] *= c0; o[i][2] *= c1; o[i][3] *= c1;
+      for (int i = 0; i < NDW; ++i) {
+        o[i][0] *= c0; o[i][1] *= c0; o[i][2] *= c1; o[i][3] *= c1;
+      }
     }
     if (sw) {
       *reinterpret_cast<uint32_t*>(ps + g * kPS + kq * 8 + 2 * t) = pack_bf162(s[0], s[1]);
