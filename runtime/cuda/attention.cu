@@ -427,15 +427,9 @@ cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, 
   }
   if (err != cudaSuccess || splits == 1) return err;
   // d/4 threads (one float4 of columns each, d is a multiple of 32 here), at most 128.
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(b.total_q * hq);
-  cfg.blockDim = dim3(std::min(128, d / 4));
-  cfg.stream = stream;
-  cudaLaunchAttribute at{};
-  at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  at.val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = &at;
-  cfg.numAttrs = g_attn_pdl ? 1 : 0;
+  cudaLaunchAttribute at;
+  const cudaLaunchConfig_t cfg =
+      pdl_launch_config(dim3(b.total_q * hq), dim3(std::min(128, d / 4)), 0, stream, g_attn_pdl, &at);
   return cudaLaunchKernelEx(&cfg, attn_combine_kernel, static_cast<const float*>(a.ws_o),
                             static_cast<const float2*>(a.ws_ml), splits, b.total_q, hq, d, out);
 }

@@ -353,16 +353,9 @@ cudaError_t launch(const AttnArgs& a, int num_requests, bool pdl, cudaStream_t s
   cudaError_t err;
   auto kern = kernel_for<D>(&err);
   if (err != cudaSuccess) return err;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(1, num_requests * a.hkv, a.dv_parts * a.splits);  // decode: ≤ 16/G queries per request
-  cfg.blockDim = dim3(S::NW * 32);
-  cfg.dynamicSmemBytes = S::Cfg::kSmem;
-  cfg.stream = stream;
-  cudaLaunchAttribute at{};
-  at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  at.val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = &at;
-  cfg.numAttrs = pdl ? 1 : 0;
+  const dim3 grid(1, num_requests * a.hkv, a.dv_parts * a.splits);  // decode: ≤ 16/G queries per request
+  cudaLaunchAttribute at;
+  const cudaLaunchConfig_t cfg = pdl_launch_config(grid, dim3(S::NW * 32), S::Cfg::kSmem, stream, pdl, &at);
   return cudaLaunchKernelEx(&cfg, kern, a);
 }
 

@@ -37,14 +37,7 @@ inline cudaLaunchConfig_t cluster_launch_config(dim3 grid, dim3 block, size_t sm
   at->val.clusterDim.x = cluster.x;
   at->val.clusterDim.y = cluster.y;
   at->val.clusterDim.z = cluster.z;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cfg.attrs = at;
-  cfg.numAttrs = 1;
-  return cfg;
+  return launch_config(grid, block, smem, stream, at, 1);
 }
 
 }  // namespace g4c::cuda::detail

@@ -33,6 +33,26 @@ __device__ __forceinline__ void cp_async16_s(uint32_t saddr, const void* gmem) {
 // this one launch early (it changes nothing for a kernel launched without the attribute).
 __device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 __device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
+// Host side: a launch configuration for cudaLaunchKernelEx(C) with the `n` attributes at `at`
+// (kept alive by the caller).
+inline cudaLaunchConfig_t launch_config(dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                                        cudaLaunchAttribute* at, unsigned n) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = at;
+  cfg.numAttrs = n;
+  return cfg;
+}
+// The same, launched by PDL when `pdl`.
+inline cudaLaunchConfig_t pdl_launch_config(dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool pdl,
+                                            cudaLaunchAttribute* at) {
+  at->id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  at->val.programmaticStreamSerializationAllowed = 1;
+  return launch_config(grid, block, smem, stream, at, pdl ? 1 : 0);
+}
 // 2^x by one MUFU.EX2 (ex2.approx.ftz: max relative error 2^-22, subnormal results flush to 0,
 // 2^-inf = 0); exp2f adds a range check and two multiplies per call.
 __device__ __forceinline__ float fast_exp2(float x) {

@@ -439,16 +439,9 @@ cudaError_t w4a16_decode(const bf16* x, int m, int ldx, const Int4Weight& w, Epi
                   static_cast<void*>(&counters)};
   if (!(tuning.pdl && v.info.stages == 0))
     return cudaLaunchKernel(kern, dim3(p.blocks), dim3(v.info.warps * 32), args, size_t(p.smem), stream);
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(p.blocks);
-  cfg.blockDim = dim3(v.info.warps * 32);
-  cfg.dynamicSmemBytes = size_t(p.smem);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  cudaLaunchAttribute at;
+  const cudaLaunchConfig_t cfg =
+      pdl_launch_config(dim3(p.blocks), dim3(v.info.warps * 32), size_t(p.smem), stream, true, &at);
   return cudaLaunchKernelExC(&cfg, kern, args);
 }
 

@@ -33,7 +33,6 @@ struct AttnCase {
   bool pdl = false;
 };
 
-
 // K from V on the host, with the kernel's (and qk_norm_rope_kv_write's) roundings: the
 // reference then differs from the kernel only by float sin/cos vs the device's sincosf.
 std::vector<bf16> k_from_v_host(const std::vector<bf16>& V, const std::vector<bf16>& w, int L, int hkv, int d,
