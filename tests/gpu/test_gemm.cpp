@@ -154,6 +154,10 @@ void prefill_cases() {
   run_int4({300, 160, 8200, 128, true, false, Epilogue::Store}, kInt4Bound);    // long k
   // odd n and odd row strides: the paired bf16x2 stores must fall back to single elements
   run_int4({70, 301, 264, 64, true, true, Epilogue::ResidualAdd}, kInt4Bound);
+  // whole 256-token and 128-row tiles next to tails: the register-A kernel's straight-line
+  // epilogue (full tiles) and its tested one (the rest) in one launch, per epilogue kind
+  run_int4({300, 264, 512, 64, true, false, Epilogue::ResidualAdd}, kInt4Bound);
+  run_int4({260, 136, 384, 128, false, true, Epilogue::GeluMul}, kGeluBound);
 }
 
 // Restores the default kernel choice when a test leaves.
