@@ -355,6 +355,34 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
   }
   const int dtot = DV * a.dv_parts;
   const bool writes = !CL || !csplit || wg == crank;
+  if (a.splits == 1 && !(CL && csplit) && (reinterpret_cast<uintptr_t>(a.out) & 15) == 0) {
+    // Through shared memory (the Q/K/V tiles are dead): each warp stages its 16 rows (pitch DV·2
+    // + 16 bytes: the 8 rows g of one store land in distinct banks), then stores each row as
+    // 16-byte chunks, a row per instruction. Before (ncu, hd256 W1024 2k, 2026-12-04), the 64
+    // four-byte stores per thread (8 rows × 16 bytes per warp instruction) stalled on the store
+    // queue (lg_throttle) and the drain at exit for ≈ 13% of the warp samples.
+    constexpr int kPitch = DV * 2 + 16;
+    static_assert(NWG * 4 * 16 * kPitch <= C::kSmem - 1024, "staging fits");
+    __syncthreads();  // every warp is done with the tiles (its last P·V has completed above)
+    unsigned char* st = base + warp * 16 * kPitch;
+    const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
+#pragma unroll
+    for (int nd = 0; nd < DV / 8; ++nd) {
+      *reinterpret_cast<uint32_t*>(st + g * kPitch + (nd * 8 + 2 * t) * 2) = pack_bf162(o[4 * nd] * inv0, o[4 * nd + 1] * inv0);
+      *reinterpret_cast<uint32_t*>(st + (g + 8) * kPitch + (nd * 8 + 2 * t) * 2) =
+          pack_bf162(o[4 * nd + 2] * inv1, o[4 * nd + 3] * inv1);
+    }
+    __syncwarp();
+    for (int rr = 0; rr < 16; ++rr) {
+      const int rho = warp * 16 + rr;
+      if (rho / G >= ntq) break;  // rows past the block's queries (warp-uniform)
+      bf16* dst = a.out + ((long(q0) + qt0 + rho / G) * a.hq + hk * G + rho % G) * dtot + dvp * DV;
+#pragma unroll
+      for (int c = lane; c < DV / 8; c += 32)
+        *reinterpret_cast<uint4*>(dst + c * 8) = *reinterpret_cast<const uint4*>(st + rr * kPitch + c * 16);
+    }
+    return;
+  }
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const bool valid = half ? valid1 : valid0;

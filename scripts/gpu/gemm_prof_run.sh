@@ -37,6 +37,18 @@ prof() {  # name, extra args
   python3 scripts/gpu/ncu_stalls.py 12 gpu__time_duration.sum sm__pipe_tensor_op_gmma_cycles_active.avg.pct lts__t_sectors_srcunit_tex_op_read.sum lts__throughput.avg.pct l1tex__data_pipe_lsu_wavefronts_mem_shared smsp__inst_executed.sum sm__throughput.avg.pct < $O/${n}_raw.csv
 }
 [ "${NCU_WHOLE:-0}" = 1 ] && prof whole
+# PROF: ';'-separated "name#env#regex over demangled names#launch-skip#binary and args" (ncu full).
+IFS=';' read -ra PR <<< "${PROF:-}"
+for p in "${PR[@]}"; do
+  IFS='#' read -r n penv kre skip cmd <<< "$p"
+  t "ncu $n: $penv $cmd | $kre"
+  eval "timeout 240 env $penv $NCUB --clock-control none --kernel-name-base demangled -k regex:'$kre' --launch-skip ${skip:-0} -c 1 --set full --import-source yes -o $O/$n $cmd" > $O/$n.log 2>&1; echo "rc=$?"; tail -2 $O/$n.log
+  $NCUB --import $O/$n.ncu-rep --page details > $O/$n.txt 2>&1
+  grep -E "Duration|Compute \(SM\) Throughput|Issue Slots Busy|Executed Instructions  |Grid Size|Registers Per|Eligible Warps|DRAM Throughput" $O/$n.txt | head -12
+  $NCUB --import $O/$n.ncu-rep --page source --csv --print-source sass > $O/${n}_sass.csv 2>/dev/null
+  $NCUB --import $O/$n.ncu-rep --page raw --csv 2>/dev/null > $O/${n}_raw.csv
+  python3 scripts/gpu/ncu_stalls.py 6 gpu__time_duration.sum < $O/${n}_raw.csv
+done
 [ "${NCU_GREEN:-0}" = 1 ] && prof green --green 16
 if [ -n "${SAN:-}" ]; then
   t "memcheck $SAN"
