@@ -40,6 +40,69 @@ __device__ __forceinline__ void epi_write(const EpiArgs& e, int prow, int tok, f
   }
 }
 
+// The epilogue of a wgmma tile (the accumulator of a 64-row warpgroup slice: acc[4j..4j+3] = (row
+// g, tok 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1) of token block j) inside both bounds, with
+// 4-byte-aligned column pairs (gemm_sm90_rs.cu, gemm_sm90_ws.cu): straight-line code per kind
+// (EP 0 store, 1 + residual, 2 gelu(gate)·up), no per-element tests; KS > 1: token blocks
+// j ≡ rank (mod KS) only (split-K clusters). `tok` is this
+// lane's token in token block 0 (+ 8 per block), `prow` its packed row (+ 8 for acc[4j + 2..3]).
+// Why (ncu, q 3840→4096 at M = 2048, 2026-12-04): the generic epilogue of the register-A kernel compiled to ~14k
+// SASS instructions (32 token blocks × 2 halves × every kind's branches), so its ~1.8k executed
+// instructions per warp and tile stalled on instruction fetch ("no_instruction"): 29% of the
+// warp samples in the 16-SM context, 37% on the whole H200, with the tensor pipe idle.
+template <int BT, int KS, int EP>
+__device__ __forceinline__ void epilogue_full_tile(const EpiArgs& e, const float (&acc)[BT / 2], int prow, int tok,
+                                                 bool odd, int rank) {
+  bf16* const y = static_cast<bf16*>(e.o.y);
+  const long ystep = 8L * e.o.ldy;
+  if constexpr (EP == 2) {  // gate rows g, up rows g + 8 of each 16-row tile → 8 output columns
+    bf16* p = y + long(tok) * e.o.ldy + (prow >> 4) * 8 + (prow & 7) - (odd ? 1 : 0);
+#pragma unroll
+    for (int j = 0; j < BT / 8; ++j) {
+      if (KS > 1 && j % KS != rank) continue;  // another block of the cluster stores it
+      const float* c = acc + 4 * j;
+      const float v0 = gelu_mul_bf16(c[0], c[2]), v1 = gelu_mul_bf16(c[1], c[3]);
+      const float recv = __shfl_xor_sync(0xffffffffu, odd ? v0 : v1, 4);
+      *reinterpret_cast<bf162*>(p + j * ystep) = odd ? __floats2bfloat162_rn(recv, v1) : __floats2bfloat162_rn(v0, recv);
+    }
+  } else {
+    bf16* p = y + long(tok) * e.o.ldy + prow - (odd ? 1 : 0);
+    // Residual: the pairs of 8 token blocks are loaded before any of them is stored, so that
+    // their loads run as one round (y may alias the residual, but only in the element that reads
+    // it); 16 registers at a time (all 64 at once spilled: 168 registers).
+    const bf16* r = EP == 1 ? e.o.residual + long(tok) * e.o.ldr + prow - (odd ? 1 : 0) : nullptr;
+    const long rstep = 8L * e.o.ldr;
+#pragma unroll
+    for (int j0 = 0; j0 < BT / 8; j0 += 8) {
+      bf162 res[16];
+      if constexpr (EP == 1) {
+#pragma unroll
+        for (int j = j0; j < j0 + 8; ++j) {
+          if (KS > 1 && j % KS != rank) continue;
+#pragma unroll
+          for (int h = 0; h < 2; ++h) res[2 * (j - j0) + h] = *reinterpret_cast<const bf162*>(r + j * rstep + 8 * h);
+        }
+      }
+#pragma unroll
+      for (int j = j0; j < j0 + 8; ++j) {
+        if (KS > 1 && j % KS != rank) continue;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float x0 = acc[4 * j + 2 * h], x1 = acc[4 * j + 2 * h + 1];
+          const float recv = __shfl_xor_sync(0xffffffffu, odd ? x0 : x1, 4);
+          float lo = odd ? recv : x0, hi = odd ? x1 : recv;
+          if constexpr (EP == 1) {
+            const float2 rf = __bfloat1622float2(res[2 * (j - j0) + h]);
+            lo += rf.x;
+            hi += rf.y;
+          }
+          *reinterpret_cast<bf162*>(p + j * ystep + 8 * h) = __floats2bfloat162_rn(lo, hi);
+        }
+      }
+    }
+  }
+}
+
 // sm_90a wgmma kernels (gemm_sm90.cu), used for m ≥ 64.
 // bt: tokens per block, 128 or 256.
 cudaError_t launch_wgmma_int4(const bf16* x, int ldx, const Int4Weight& w, const EpiArgs& e,

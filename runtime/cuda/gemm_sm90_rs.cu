@@ -135,66 +135,6 @@ __device__ __forceinline__ void rs_store2(const EpiArgs& e, int tok, int col, fl
   }
 }
 
-// The epilogue of a tile inside both bounds, with 4-byte-aligned column pairs: straight-line code
-// per kind (EP 0 store, 1 + residual, 2 gelu(gate)·up), no per-element tests. `tok` is this
-// lane's token in token block 0 (+ 8 per block), `prow` its packed row (+ 8 for acc[4j + 2..3]).
-// Why (ncu, q 3840→4096 at M = 2048, 2026-12-04): the generic epilogue below compiled to ~14k
-// SASS instructions (32 token blocks × 2 halves × every kind's branches), so its ~1.8k executed
-// instructions per warp and tile stalled on instruction fetch ("no_instruction"): 29% of the
-// warp samples in the 16-SM context, 37% on the whole H200, with the tensor pipe idle.
-template <int BT, int KS, int EP>
-__device__ __forceinline__ void rs_epilogue_full(const EpiArgs& e, const float (&acc)[BT / 2], int prow, int tok,
-                                                 bool odd, int rank) {
-  bf16* const y = static_cast<bf16*>(e.o.y);
-  const long ystep = 8L * e.o.ldy;
-  if constexpr (EP == 2) {  // gate rows g, up rows g + 8 of each 16-row tile → 8 output columns
-    bf16* p = y + long(tok) * e.o.ldy + (prow >> 4) * 8 + (prow & 7) - (odd ? 1 : 0);
-#pragma unroll
-    for (int j = 0; j < BT / 8; ++j) {
-      if (KS > 1 && j % KS != rank) continue;  // another block of the cluster stores it
-      const float* c = acc + 4 * j;
-      const float v0 = gelu_mul_bf16(c[0], c[2]), v1 = gelu_mul_bf16(c[1], c[3]);
-      const float recv = __shfl_xor_sync(0xffffffffu, odd ? v0 : v1, 4);
-      *reinterpret_cast<bf162*>(p + j * ystep) = odd ? __floats2bfloat162_rn(recv, v1) : __floats2bfloat162_rn(v0, recv);
-    }
-  } else {
-    bf16* p = y + long(tok) * e.o.ldy + prow - (odd ? 1 : 0);
-    // Residual: the pairs of 8 token blocks are loaded before any of them is stored, so that
-    // their loads run as one round (y may alias the residual, but only in the element that reads
-    // it); 16 registers at a time (all 64 at once spilled: 168 registers).
-    const bf16* r = EP == 1 ? e.o.residual + long(tok) * e.o.ldr + prow - (odd ? 1 : 0) : nullptr;
-    const long rstep = 8L * e.o.ldr;
-#pragma unroll
-    for (int j0 = 0; j0 < BT / 8; j0 += 8) {
-      bf162 res[16];
-      if constexpr (EP == 1) {
-#pragma unroll
-        for (int j = j0; j < j0 + 8; ++j) {
-          if (KS > 1 && j % KS != rank) continue;
-#pragma unroll
-          for (int h = 0; h < 2; ++h) res[2 * (j - j0) + h] = *reinterpret_cast<const bf162*>(r + j * rstep + 8 * h);
-        }
-      }
-#pragma unroll
-      for (int j = j0; j < j0 + 8; ++j) {
-        if (KS > 1 && j % KS != rank) continue;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const float x0 = acc[4 * j + 2 * h], x1 = acc[4 * j + 2 * h + 1];
-          const float recv = __shfl_xor_sync(0xffffffffu, odd ? x0 : x1, 4);
-          float lo = odd ? recv : x0, hi = odd ? x1 : recv;
-          if constexpr (EP == 1) {
-            const float2 rf = __bfloat1622float2(res[2 * (j - j0) + h]);
-            lo += rf.x;
-            hi += rf.y;
-          }
-          *reinterpret_cast<bf162*>(p + j * ystep + 8 * h) = __floats2bfloat162_rn(lo, hi);
-        }
-      }
-    }
-  }
-}
-
 // The weight-side tensor maps of the TM variant (unused, zero, otherwise).
 struct RsWeightMaps {
   CUtensorMap w, s, z;
@@ -391,11 +331,11 @@ __global__ void __launch_bounds__(kRsThreads, 1)
     const int prow = n0 + cw * 64 + wl * 16 + g;
     if (pair_ok && e.ep != 3 && tok0 + BT <= e.m && n0 + kRsRows <= e.n) {
       if (e.ep == 2)
-        rs_epilogue_full<BT, KS, 2>(e, acc, prow, tok0 + 2 * t + (odd ? 1 : 0), odd, rank);
+        epilogue_full_tile<BT, KS, 2>(e, acc, prow, tok0 + 2 * t + (odd ? 1 : 0), odd, rank);
       else if (e.ep == 1)
-        rs_epilogue_full<BT, KS, 1>(e, acc, prow, tok0 + 2 * t + (odd ? 1 : 0), odd, rank);
+        epilogue_full_tile<BT, KS, 1>(e, acc, prow, tok0 + 2 * t + (odd ? 1 : 0), odd, rank);
       else
-        rs_epilogue_full<BT, KS, 0>(e, acc, prow, tok0 + 2 * t + (odd ? 1 : 0), odd, rank);
+        epilogue_full_tile<BT, KS, 0>(e, acc, prow, tok0 + 2 * t + (odd ? 1 : 0), odd, rank);
       continue;
     }
 #pragma unroll

@@ -540,9 +540,11 @@ int main(int argc, char** argv) {
   auto want = [&](const char* m) { return only == "all" || only.find(m) != std::string::npos; };
   if (want("decode")) bench_decode_gemm();
   if (want("prefill")) {
-    const char* only_m = std::getenv("G4C_BENCH_M");  // one M only (profiling)
-    for (int m : {2048, 512})
-      if (!only_m || std::atoi(only_m) == m) bench_prefill_gemm(m, green > 0);
+    const char* only_m = std::getenv("G4C_BENCH_M");  // one M only, any value (profiling, plan checks)
+    if (only_m && std::atoi(only_m) > 0)
+      bench_prefill_gemm(std::atoi(only_m), green > 0);
+    else
+      for (int m : {2048, 512}) bench_prefill_gemm(m, green > 0);
   }
   if (want("lmhead")) bench_lm_head();
   if (want("attention")) bench_attention();
