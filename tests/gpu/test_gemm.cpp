@@ -342,6 +342,10 @@ void run_bf16(const Bf16Case& c, double bound) {
   const float cap = 30.f;
   if (c.ep == Epilogue::SoftcapF32)
     for (auto& v : ref) v = cap * std::tanh(v / cap);
+  const bool resid = c.ep == Epilogue::ResidualAdd;
+  std::vector<bf16> res = resid ? rand_bf16(rng, size_t(c.m) * c.n, 1.f) : std::vector<bf16>{};
+  DevBuf<bf16> dres(res);
+  for (size_t i = 0; i < res.size(); ++i) ref[i] += bf(res[i]);
   const bool f32 = c.ep == Epilogue::SoftcapF32;
   DevBuf<float> yf(f32 ? size_t(c.m) * c.n : 0);
   DevBuf<bf16> yb(f32 ? 0 : size_t(c.m) * c.n);
@@ -349,6 +353,8 @@ void run_bf16(const Bf16Case& c, double bound) {
   o.y = f32 ? static_cast<void*>(yf.p) : static_cast<void*>(yb.p);
   o.ldy = c.n;
   o.softcap = cap;
+  o.residual = dres.p;
+  o.ldr = c.n;
   if (f32) poison(yf.p, yf.bytes()); else poison(yb.p, yb.bytes());
   G4C_CUDA_OK(cuda::bf16_gemm(dx.p, c.m, c.k, w, c.ep, o, nullptr));
   G4C_CUDA_OK(cudaDeviceSynchronize());
@@ -403,6 +409,9 @@ void bf16_cases() {
   run_bf16({40, 2000, 64, Epilogue::SoftcapF32}, 1e-4);
   run_bf16({300, 520, 136, Epilogue::SoftcapF32}, 1e-4);  // m ≥ 64: wgmma path by default
   run_bf16({257, 136, 1000, Epilogue::Store}, 4e-3);
+  // whole 256-token / 128-row tiles next to tails (the straight-line epilogue, 2026-12-04)
+  run_bf16({300, 264, 136, Epilogue::ResidualAdd}, 4e-3);
+  run_bf16({260, 136, 264, Epilogue::GeluMul}, 1e-2);
 }
 
 }  // namespace
