@@ -40,19 +40,19 @@ __device__ __forceinline__ void epi_write(const EpiArgs& e, int prow, int tok, f
   }
 }
 
-// The epilogue of a wgmma tile (the accumulator of a 64-row warpgroup slice: acc[4j..4j+3] = (row
-// g, tok 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1) of token block j) inside both bounds, with
-// 4-byte-aligned column pairs (gemm_sm90_rs.cu, gemm_sm90_ws.cu): straight-line code per kind
-// (EP 0 store, 1 + residual, 2 gelu(gate)·up), no per-element tests; KS > 1: token blocks
-// j ≡ rank (mod KS) only (split-K clusters). `tok` is this
-// lane's token in token block 0 (+ 8 per block), `prow` its packed row (+ 8 for acc[4j + 2..3]).
-// Why (ncu, q 3840→4096 at M = 2048, 2026-12-04): the generic epilogue of the register-A kernel compiled to ~14k
-// SASS instructions (32 token blocks × 2 halves × every kind's branches), so its ~1.8k executed
+// The epilogue of a wgmma tile inside both bounds, with 4-byte-aligned column pairs
+// (gemm_sm90_rs.cu, gemm_sm90_ws.cu). acc is a 64-row warpgroup slice's accumulator: acc[4j..4j+3]
+// = (row g, tok 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1) of token block j; `tok` is this lane's
+// token in block 0 (+ 8 per block), `prow` its packed row (+ 8 for acc[4j+2..3]). Straight-line
+// code per kind (EP 0 store, 1 + residual, 2 gelu(gate)·up), no per-element tests; KS > 1: token
+// blocks j ≡ rank (mod KS) only (split-K clusters). Why (ncu, q 3840→4096 at M = 2048,
+// 2026-12-04): the generic per-element epilogue of the register-A kernel compiled to ~14k SASS
+// instructions (32 token blocks × 2 halves × every kind's branches), so its ~1.8k executed
 // instructions per warp and tile stalled on instruction fetch ("no_instruction"): 29% of the
 // warp samples in the 16-SM context, 37% on the whole H200, with the tensor pipe idle.
 template <int BT, int KS, int EP>
 __device__ __forceinline__ void epilogue_full_tile(const EpiArgs& e, const float (&acc)[BT / 2], int prow, int tok,
-                                                 bool odd, int rank) {
+                                                   bool odd, int rank) {
   bf16* const y = static_cast<bf16*>(e.o.y);
   const long ystep = 8L * e.o.ldy;
   if constexpr (EP == 2) {  // gate rows g, up rows g + 8 of each 16-row tile → 8 output columns
