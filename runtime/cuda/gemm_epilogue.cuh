@@ -51,8 +51,8 @@ __device__ __forceinline__ void epi_write(const EpiArgs& e, int prow, int tok, f
 // instructions per warp and tile stalled on instruction fetch ("no_instruction"): 29% of the
 // warp samples in the 16-SM context, 37% on the whole H200, with the tensor pipe idle.
 template <int BT, int KS, int EP>
-__device__ __forceinline__ void epilogue_full_tile(const EpiArgs& e, const float (&acc)[BT / 2], int prow, int tok,
-                                                   bool odd, int rank) {
+__device__ __forceinline__ void epilogue_full_tile_kind(const EpiArgs& e, const float (&acc)[BT / 2], int prow,
+                                                        int tok, bool odd, int rank) {
   bf16* const y = static_cast<bf16*>(e.o.y);
   const long ystep = 8L * e.o.ldy;
   if constexpr (EP == 2) {  // gate rows g, up rows g + 8 of each 16-row tile → 8 output columns
@@ -101,6 +101,26 @@ __device__ __forceinline__ void epilogue_full_tile(const EpiArgs& e, const float
       }
     }
   }
+}
+
+// Whether a tile of bt tokens from tok0 and `rows` packed rows from n0 takes epilogue_full_tile:
+// inside both bounds, paired stores allowed, a bf16 epilogue (not ep 3).
+__device__ __forceinline__ bool epilogue_full_tile_ok(const EpiArgs& e, int tok0, int bt, int n0, int rows,
+                                                      bool pair_ok) {
+  return pair_ok && e.ep != 3 && tok0 + bt <= e.m && n0 + rows <= e.n;
+}
+// epilogue_full_tile_kind for e.ep (0, 1 or 2). `tok0` is the tile's first token, `t`/`odd` the
+// lane's quad index and row parity.
+template <int BT, int KS>
+__device__ __forceinline__ void epilogue_full_tile(const EpiArgs& e, const float (&acc)[BT / 2], int prow, int tok0,
+                                                   int t, bool odd, int rank) {
+  const int tok = tok0 + 2 * t + (odd ? 1 : 0);
+  if (e.ep == 2)
+    epilogue_full_tile_kind<BT, KS, 2>(e, acc, prow, tok, odd, rank);
+  else if (e.ep == 1)
+    epilogue_full_tile_kind<BT, KS, 1>(e, acc, prow, tok, odd, rank);
+  else
+    epilogue_full_tile_kind<BT, KS, 0>(e, acc, prow, tok, odd, rank);
 }
 
 // sm_90a wgmma kernels (gemm_sm90.cu), used for m ≥ 64.

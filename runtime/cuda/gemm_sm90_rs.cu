@@ -329,13 +329,8 @@ __global__ void __launch_bounds__(kRsThreads, 1)
     // j; lanes g, g^1 swap one value for paired column stores. A tile inside both bounds (all but
     // the last token / row tile) takes the straight-line path; the rest (and ep 3), the tested one.
     const int prow = n0 + cw * 64 + wl * 16 + g;
-    if (pair_ok && e.ep != 3 && tok0 + BT <= e.m && n0 + kRsRows <= e.n) {
-      if (e.ep == 2)
-        epilogue_full_tile<BT, KS, 2>(e, acc, prow, tok0 + 2 * t + (odd ? 1 : 0), odd, rank);
-      else if (e.ep == 1)
-        epilogue_full_tile<BT, KS, 1>(e, acc, prow, tok0 + 2 * t + (odd ? 1 : 0), odd, rank);
-      else
-        epilogue_full_tile<BT, KS, 0>(e, acc, prow, tok0 + 2 * t + (odd ? 1 : 0), odd, rank);
+    if (epilogue_full_tile_ok(e, tok0, BT, n0, kRsRows, pair_ok)) {
+      epilogue_full_tile<BT, KS>(e, acc, prow, tok0, t, odd, rank);
       continue;
     }
 #pragma unroll

@@ -235,13 +235,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     // (row g, tok 2t+1), (row g+8, tok 2t), (row g+8, tok 2t+1). Lanes g and g^1 (lane^4)
     // swap one value so that each holds two adjacent rows (= output columns) of one token.
     const int prow = n0 + cw * 64 + wl * 16 + g;
-    if (pair_ok && e.ep != 3 && tok0 + BT <= e.m && n0 + kWsRows <= e.n) {  // whole tile: straight-line
-      if (e.ep == 2)
-        epilogue_full_tile<BT, 1, 2>(e, acc, prow, tok0 + 2 * t + (odd ? 1 : 0), odd, 0);
-      else if (e.ep == 1)
-        epilogue_full_tile<BT, 1, 1>(e, acc, prow, tok0 + 2 * t + (odd ? 1 : 0), odd, 0);
-      else
-        epilogue_full_tile<BT, 1, 0>(e, acc, prow, tok0 + 2 * t + (odd ? 1 : 0), odd, 0);
+    if (epilogue_full_tile_ok(e, tok0, BT, n0, kWsRows, pair_ok)) {  // whole tile: straight-line
+      epilogue_full_tile<BT, 1>(e, acc, prow, tok0, t, odd, 0);
       continue;
     }
 #pragma unroll
