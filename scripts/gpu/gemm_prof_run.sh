@@ -5,6 +5,9 @@
 # Env: TESTS (gtest filter, empty: skip), SHAPE (bench shape substring), M (tokens),
 # BENCH (';'-separated commands), NCU_WHOLE / NCU_GREEN (1: ncu full of the first rs_gemm launch),
 # SAN / SAN_RACE (gtest filters for memcheck / racecheck), SASS (1: cuobjdump of SASS_FN).
+# BENCH and PROF entries are eval'd: escape shell characters in values (G4C_BENCH_SHAPE=full\ k,
+# not ->512, whose '>' redirects). PROF's regex matches ncu's demangled names, which spell template
+# arguments as (int)256, so use '.' for the parentheses: rs_gemm_kernel<.int.256, .int.6, ...>.
 O=/tmp/g4c-gp; C=${C:-.devpack-a}; mkdir -p $O /tmp/ab
 t() { tar cf - -C $O . | xz -1 -T0 > $OUT/gp.tar.xz; echo "[gp +${SECONDS}s] $*"; }
 for b in kb kt db; do [ -f $C/$b.xz ] && xz -dc $C/$b.xz > /tmp/ab/$b && chmod +x /tmp/ab/$b; done
