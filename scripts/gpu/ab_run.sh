@@ -5,7 +5,7 @@
 # (--repeat 1). Prints elapsed, prefill / decode phases and the tokens hash of each run.
 export G4C_NO_PROGRESS=1 W=/tmp/g4c-ab; C=.devpack-e; O=/tmp/g4c-ab-out
 mkdir -p $O $W/bin
-for b in a b; do f=$C/g4c${b/b/}.xz; [ $b = a ] && f=$C/g4c-a.xz; xz -dc $f > $W/bin/g4c-$b && chmod +x $W/bin/g4c-$b; done
+xz -dc $C/g4c-a.xz > $W/bin/g4c-a && xz -dc $C/g4c.xz > $W/bin/g4c-b && chmod +x $W/bin/g4c-a $W/bin/g4c-b
 echo "[ab +${SECONDS}s] synth"
 timeout 90 $W/bin/g4c-b synth --preset gemma4-12b --dtype int4 --group-size 128 --seed 0 -o $W/12b-int4 --no-progress > /dev/null 2>&1; echo "rc=$?"
 for r in $(seq 1 ${ROUNDS:-2}); do

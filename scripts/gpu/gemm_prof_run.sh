@@ -27,17 +27,24 @@ if [ -n "${BENCH:-}" ]; then
     eval "timeout ${BENCH_LIMIT:-200} env ${EXTRA[$i]}" > $O/bench$i.log 2>&1; echo "rc=$?"; tail -${BENCH_TAIL:-40} $O/bench$i.log
   done
 fi
+# The report $O/$1.ncu-rep → details ($1.txt; the first $2 lines matching $3 printed), source-level
+# SASS samples ($1_sass.csv), raw metrics ($1_raw.csv) and ncu_stalls.py's summary (args from $4 on).
+report() {
+  local n=$1 lines=$2 pat=$3; shift 3
+  $NCUB --import $O/$n.ncu-rep --page details > $O/$n.txt 2>&1
+  grep -E "$pat" $O/$n.txt | head -$lines
+  $NCUB --import $O/$n.ncu-rep --page source --csv --print-source sass > $O/${n}_sass.csv 2>/dev/null
+  $NCUB --import $O/$n.ncu-rep --page raw --csv 2>/dev/null > $O/${n}_raw.csv
+  python3 scripts/gpu/ncu_stalls.py "$@" < $O/${n}_raw.csv
+}
 prof() {  # name, extra args
   local n=$1; shift
   t "ncu $n: $*"
   timeout 240 env G4C_BENCH_M=${M:-2048} G4C_BENCH_SHAPE="${SHAPE:-3840->4096}" G4C_BENCH_NO_RS= $NCUB --clock-control none \
     --kernel-name-base function -k regex:rs_gemm --launch-skip 0 -c 1 --set full --import-source yes \
     -o $O/$n /tmp/ab/kb prefill "$@" > $O/$n.log 2>&1; echo "rc=$?"; tail -3 $O/$n.log
-  $NCUB --import $O/$n.ncu-rep --page details > $O/$n.txt 2>&1
-  grep -E "Duration|Memory Throughput|L1/TEX Cache Throughput|L2 Cache Throughput|DRAM Throughput|Registers Per|Issue Slots Busy|Warp Cycles Per Issued|Executed Instructions  |Grid Size|Eligible Warps|Compute \(SM\)|SM Busy|Mem Busy|Max Bandwidth|L2 Hit|Shared" $O/$n.txt | head -40
-  $NCUB --import $O/$n.ncu-rep --page source --csv --print-source sass > $O/${n}_sass.csv 2>/dev/null
-  $NCUB --import $O/$n.ncu-rep --page raw --csv 2>/dev/null > $O/${n}_raw.csv
-  python3 scripts/gpu/ncu_stalls.py 12 gpu__time_duration.sum sm__pipe_tensor_op_gmma_cycles_active.avg.pct lts__t_sectors_srcunit_tex_op_read.sum lts__throughput.avg.pct l1tex__data_pipe_lsu_wavefronts_mem_shared smsp__inst_executed.sum sm__throughput.avg.pct < $O/${n}_raw.csv
+  report $n 40 "Duration|Memory Throughput|L1/TEX Cache Throughput|L2 Cache Throughput|DRAM Throughput|Registers Per|Issue Slots Busy|Warp Cycles Per Issued|Executed Instructions  |Grid Size|Eligible Warps|Compute \(SM\)|SM Busy|Mem Busy|Max Bandwidth|L2 Hit|Shared" \
+    12 gpu__time_duration.sum sm__pipe_tensor_op_gmma_cycles_active.avg.pct lts__t_sectors_srcunit_tex_op_read.sum lts__throughput.avg.pct l1tex__data_pipe_lsu_wavefronts_mem_shared smsp__inst_executed.sum sm__throughput.avg.pct
 }
 [ "${NCU_WHOLE:-0}" = 1 ] && prof whole
 # PROF: ';'-separated "name#env#regex over demangled names#launch-skip#binary and args" (ncu full).
@@ -46,11 +53,8 @@ for p in "${PR[@]}"; do
   IFS='#' read -r n penv kre skip cmd <<< "$p"
   t "ncu $n: $penv $cmd | $kre"
   eval "timeout 240 env $penv $NCUB --clock-control none --kernel-name-base demangled -k regex:'$kre' --launch-skip ${skip:-0} -c 1 --set full --import-source yes -o $O/$n $cmd" > $O/$n.log 2>&1; echo "rc=$?"; tail -2 $O/$n.log
-  $NCUB --import $O/$n.ncu-rep --page details > $O/$n.txt 2>&1
-  grep -E "Duration|Compute \(SM\) Throughput|Issue Slots Busy|Executed Instructions  |Grid Size|Registers Per|Eligible Warps|DRAM Throughput" $O/$n.txt | head -12
-  $NCUB --import $O/$n.ncu-rep --page source --csv --print-source sass > $O/${n}_sass.csv 2>/dev/null
-  $NCUB --import $O/$n.ncu-rep --page raw --csv 2>/dev/null > $O/${n}_raw.csv
-  python3 scripts/gpu/ncu_stalls.py 6 gpu__time_duration.sum < $O/${n}_raw.csv
+  report $n 12 "Duration|Compute \(SM\) Throughput|Issue Slots Busy|Executed Instructions  |Grid Size|Registers Per|Eligible Warps|DRAM Throughput" \
+    6 gpu__time_duration.sum
 done
 [ "${NCU_GREEN:-0}" = 1 ] && prof green --green 16
 if [ -n "${SAN:-}" ]; then
