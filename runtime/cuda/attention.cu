@@ -250,22 +250,9 @@ __global__ void attn_combine_kernel(const float* __restrict__ ws_o, const float2
 #pragma unroll 8
     for (int s = 0; s < splits; ++s) {
       const long row = s * stride + th;
-      const float2 ml = ws_ml[row];
-      const float4 v = o4[row * d4 + c];
-      const float mn = fmaxf(m, ml.x);
-      const float base = mn == -INFINITY ? 0.f : mn;  // all empty so far: weights 0, not NaN
-      const float cs = exp2f(m - base), w = exp2f(ml.x - base);
-      acc.x = acc.x * cs + w * v.x;
-      acc.y = acc.y * cs + w * v.y;
-      acc.z = acc.z * cs + w * v.z;
-      acc.w = acc.w * cs + w * v.w;
-      L = L * cs + w * ml.y;
-      m = mn;
+      combine_fold(m, L, acc, ws_ml[row], o4[row * d4 + c]);
     }
-    const float inv = L > 0.f ? 1.f / L : 0.f;
-    uint2 pk;
-    pk.x = pack_bf162(acc.x * inv, acc.y * inv);
-    pk.y = pack_bf162(acc.z * inv, acc.w * inv);
+    const uint2 pk = combine_out(L, acc);
     *reinterpret_cast<uint2*>(out + th * d + 4 * c) = pk;
   }
 }
@@ -300,6 +287,7 @@ int num_sms() {
 int g_decode_kernel = 1;
 int g_prefill_kernel = -1;
 bool g_attn_pdl = false;
+int g_cluster_combine = 1;
 // The sm90 variant prefill takes by default: 64-key tiles, two warpgroups, softmax overlapping
 // P·V at d 256 (32-key tiles at d 512, where 6 = 5). H200, 2026-12-02: hd256 window 1024 at 2k
 // tokens 96.7 µs against 226.4 for the flash kernel, 97.5 for variant 4 and 117–136 for the
@@ -330,6 +318,7 @@ int sm90_variant(int d, const AttnBatch& b, int g, int hkv, int splits, cudaStre
 void attention_set_decode_kernel(int k) { g_decode_kernel = k; }
 void attention_set_prefill_kernel(int k) { g_prefill_kernel = k; }
 void attention_set_pdl(bool on) { g_attn_pdl = on; }
+void attention_set_cluster_combine(int mode) { g_cluster_combine = mode; }
 
 int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window, int sms, bool k_from_v) {
   const int g = hq / hkv;
@@ -349,11 +338,39 @@ int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window,
     // step would split the same keys differently and round differently; with ≤ 1 tile per
     // split both give one tile per split whenever the wave exceeds the tiles (bitwise equal).
     s = int(long(attn_decode_coop_blocks_per_sm(d)) * nsm / blocks);
+    // Where that many splits cannot run as one cluster per row set (all resident at once), the
+    // splits merge in the combine kernel; with large partial states (rows · d ≥ 4096: 16 KB per
+    // split and row set) a slightly smaller split count whose clusters do fit is faster, its
+    // merge done in the kernel (attention_decode.cu). Measured on the H200, PDL, 2026-12-04: hd512
+    // B = 16 (16 row sets; 15 clusters of 8 resident, 17 of 6): s6 in clusters 11.5–11.7 /
+    // 24.5–25.0 / 69.8–70.4 µs at 512 / 2k / 8k context against s8 through the combine kernel
+    // 12.2 / 24.7–25.2 / 70.4–71.0; hd256 (2 rows) lost: B = 16 s2 in clusters 23.0 / 38.8 /
+    // 38.7 against s3 22.0 / 36.2 / 36.3, B = 5 s8 10.3 / 15.1 / 13.2 against s9 10.3 / 14.4 /
+    // 11.4. Whole device only (the capacities are the device's).
+    const long rowsets = long(b.num_requests) * hkv;
+    if (g_cluster_combine == 1 && long(d) * std::min(16, b.max_q_len * g) >= 4096 && nsm == num_sms() && s >= 2 &&
+        attn_decode_combine_cluster(d, s, rowsets, false, nullptr) == 0) {
+      for (int sc = std::min(s - 1, 8); sc >= 2 && 4 * sc >= 3 * s; --sc)
+        if (attn_decode_combine_cluster(d, sc, rowsets, false, nullptr) == sc) {
+          s = sc;
+          break;
+        }
+    }
   } else {
     // One-warp flash blocks: ≈8 per SM, down to one 32-key tile per split (2026-11-29 sweep).
     s = int((8L * nsm + blocks - 1) / blocks);
   }
   return std::max(1, std::min({s, tiles, 64}));
+}
+
+int attention_combine_cluster_size(const AttnBatch& b, int hq, int hkv, int d, int splits, cudaStream_t stream) {
+  if (hkv <= 0 || hq % hkv != 0 || b.max_q_len * (hq / hkv) > 16 || g_decode_kernel != 1 || g_cluster_combine == 0)
+    return 0;
+  return attn_decode_combine_cluster(d, splits, long(b.num_requests) * hkv, g_cluster_combine == 2, stream);
+}
+
+int attention_cluster_capacity(int d, int splits, cudaStream_t stream) {
+  return attn_decode_cluster_capacity(d, splits, stream);
 }
 
 size_t attention_workspace_bytes(const AttnBatch& b, int hq, int d, int splits) {
@@ -403,7 +420,11 @@ cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, 
   }
   cudaError_t err;
   if (coop) {
-    err = launch_attn_decode_coop(a, d, b.num_requests, g_attn_pdl, stream);
+    const int c = splits > 1 && g_cluster_combine
+                      ? attn_decode_combine_cluster(d, splits, long(b.num_requests) * hkv, g_cluster_combine == 2, stream)
+                      : 0;
+    err = launch_attn_decode_coop(a, d, b.num_requests, g_attn_pdl, c, stream);
+    if (c > 0) return err;
   } else if (!small && !kv.k_norm && (d == 256 || d == 512) && g_prefill_kernel != 0) {
     err = launch_attn_sm90(a, d, sm90_variant(d, b, g, hkv, splits, stream), b.max_q_len, b.num_requests, stream);
   } else if (kv.k_norm) {  // K=V once: k_eq_v full layers (tiny d 128, 12B d 512)

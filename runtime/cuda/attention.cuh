@@ -61,6 +61,20 @@ size_t attention_workspace_bytes(const AttnBatch& b, int hq, int d, int splits);
 // attention_decode.cu (default), 0 = the flash kernel's one-warp blocks. Process-wide; for
 // tests and benchmarks.
 void attention_set_decode_kernel(int k);
+// Split-KV decode with the cooperative kernel: mode 1 (default) merges a row set's splits inside
+// the kernel — the splits run as one thread-block cluster and combine through distributed shared
+// memory — when 2 ≤ splits ≤ 8, the stream has the whole device and all the clusters are
+// resident at once, else by the separate combine kernel through the workspace; 0: always the
+// combine kernel; 2: in clusters whenever 2 ≤ splits ≤ 8 (benchmarks: clusters may then run in
+// two waves). Both merges give bitwise-equal outputs (the same fold in split order).
+// Process-wide; for tests and benchmarks.
+void attention_set_cluster_combine(int mode);
+// The cluster size attention() with these arguments (decode-sized, stored K) merges its splits
+// in on `stream` under the current mode: `splits`, or 0 = the combine kernel.
+int attention_combine_cluster_size(const AttnBatch& b, int hq, int hkv, int d, int splits, cudaStream_t stream);
+// Clusters of `splits` cooperative decode blocks at head dim d resident at once on `stream`
+// (the occupancy API; 0 when they cannot launch).
+int attention_cluster_capacity(int d, int splits, cudaStream_t stream);
 // Prefill kernel (queries · G > 16 per request, stored K, d 256 / 512): −1 = the default (the
 // Hopper wgmma kernel of attention_sm90.cu, its fastest variant), 0 = the flash kernel
 // (mma.sync; also d 64 / 128 and K from V), 1 … 6 = a given sm90 variant (attention_sm90.cu).

@@ -17,14 +17,17 @@
 // order of the fp32 row sums differs (per warp, then across warps).
 #include "runtime/cuda/attention.cuh"
 #include "runtime/cuda/attention_impl.cuh"
+#include "runtime/cuda/cluster.cuh"
 #include "runtime/cuda/common.cuh"
+#include "runtime/cuda/gemm.cuh"  // gemm_stream_sms
 
 namespace g4c::cuda {
 using namespace detail;
 
 namespace {
 
-constexpr int kKG = kBK / 8;  // key groups of 8 per tile (one warp's S columns)
+constexpr int kKG = kBK / 8;
+ // key groups of 8 per tile (one warp's S columns)
 constexpr int kPS = 40;  // P row stride (bf16): 80-byte rows, 16-byte aligned, conflict-free ldmatrix
 
 // Row offsets of tile `tile`'s kBK keys into off[0, kBK), threads < kBK, in 16-byte units
@@ -93,7 +96,9 @@ struct CoopShape {
   using Cfg = CoopCfg<D, NST, NW>;
 };
 
-template <int D, int NST, int NW>
+// CL: the a.splits blocks of a row set form a thread-block cluster (grid z = split = cluster
+// rank) and merge their partial states through distributed shared memory (the end of the kernel).
+template <int D, int NST, int NW, bool CL>
 __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArgs a) {
   using C = CoopCfg<D, NST, NW>;
   constexpr int DV = D;  // output columns per block (a.dv_parts = 1)
@@ -309,6 +314,57 @@ __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArg
     l0 += redl[w * 16 + g];
     l1 += redl[w * 16 + g + 8];
   }
+  if constexpr (CL) {
+    // Split combine inside the kernel (2026-12-04): the a.splits blocks of a row set form one
+    // thread-block cluster (grid z = split = cluster rank). Each block leaves its partial O (fp32,
+    // relative to its m) and (m, l) per row in its own shared memory — the K/V stages, free now —
+    // and after a cluster barrier block `rank` of S merges float4 units [rank·U/S, (rank+1)·U/S)
+    // of the U valid rows' columns from all S blocks, in split order with the combine kernel's
+    // fold (bitwise-equal outputs), and writes bf16. Replaces the workspace round trip (at hd512
+    // B = 16: 4 MB of partials written, then read) and the combine kernel's launch and grid drain.
+    float* po = reinterpret_cast<float*>(ks0);  // [16][D]
+    float2* pml = reinterpret_cast<float2*>(po + 16 * D);
+    const int col = warp * NDW * 8 + 2 * t;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      float* dst = po + (half ? g + 8 : g) * D + col;
+#pragma unroll
+      for (int nd = 0; nd < NDW; ++nd)
+        *reinterpret_cast<float2*>(dst + nd * 8) = make_float2(o[nd][2 * half], o[nd][2 * half + 1]);
+    }
+    if (warp == 0 && t == 0) {
+      pml[g] = make_float2(m0, l0);
+      pml[g + 8] = make_float2(m1, l1);
+    }
+    cluster_arrive();
+    cluster_wait();
+    const int S = a.splits;
+    constexpr int D4 = D / 4;
+    const int U = min(16, ntq * G) * D4;
+    const int rank = int(cluster_rank());
+    const int u_hi = (rank + 1) * U / S;
+    for (int u = rank * U / S + tid; u < u_hi; u += kThreads) {
+      const int row = u / D4, c4 = u % D4;
+      float4 v[8];
+      float2 ml[8];
+#pragma unroll
+      for (int sp = 0; sp < 8; ++sp)
+        if (sp < S) {
+          ml[sp] = ld_cluster_f2(pml + row, uint32_t(sp));
+          v[sp] = ld_cluster_f4(po + row * D + 4 * c4, uint32_t(sp));
+        }
+      float m = -INFINITY, L = 0.f;
+      float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+      for (int sp = 0; sp < 8; ++sp)
+        if (sp < S) combine_fold(m, L, acc, ml[sp], v[sp]);
+      const long th = (q0 + qt0 + row / G) * long(a.hq) + hk * G + row % G;  // token · hq + head
+      *reinterpret_cast<uint2*>(a.out + th * D + 4 * c4) = combine_out(L, acc);
+    }
+    cluster_arrive();  // no block leaves while another still reads its shared memory
+    cluster_wait();
+    return;
+  }
   const int dtot = DV * a.dv_parts;
   const int col = dvp * DV + warp * NDW * 8 + 2 * t;
 #pragma unroll
@@ -335,28 +391,97 @@ __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArg
   }
 }
 
-// The instantiation for D with its shared-memory attribute set (once; one device assumed).
-template <int D>
+// The instantiation for D (and CL) with its shared-memory attribute set (once; one device assumed).
+template <int D, bool CL>
 auto kernel_for(cudaError_t* err) {
   using S = CoopShape<D>;
-  auto kern = attn_decode_coop_kernel<D, S::NST, S::NW>;
+  auto kern = attn_decode_coop_kernel<D, S::NST, S::NW, CL>;
   static const cudaError_t attr =
       cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, S::Cfg::kSmem);
   *err = attr;
   return kern;
 }
 
+int device_sms() {
+  static const int n = [] {
+    int dev = 0, v = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      v = 0;
+    return v;
+  }();
+  return n;
+}
+
+// Clusters of `splits` blocks resident at once on `stream` (occupancy API; 0 when they cannot
+// launch). Cached per split count and stream SM count (a green context's stream has fewer).
+// Clusters of `splits` blocks resident at once on `stream` (occupancy API; 0 when they cannot
+// launch). Cached per split count for the last SM count asked (a green context's stream has
+// fewer SMs than the device). Not thread-safe, as the other launch settings.
 template <int D>
-cudaError_t launch(const AttnArgs& a, int num_requests, bool pdl, cudaStream_t stream) {
+int resident_clusters(int splits, cudaStream_t stream) {
+  static int cached_sms[9] = {}, cached[9] = {};
+  const int sms = gemm_stream_sms(stream);
+  if (cached_sms[splits] != sms) {
+    using S = CoopShape<D>;
+    cudaError_t err;
+    auto kern = kernel_for<D, true>(&err);
+    int v = 0;
+    cudaLaunchAttribute at;
+    const cudaLaunchConfig_t cfg = cluster_launch_config(dim3(1, 1, splits), dim3(S::NW * 32), S::Cfg::kSmem,
+                                                         stream, dim3(1, 1, splits), &at);
+    if (err != cudaSuccess || cudaOccupancyMaxActiveClusters(&v, kern, &cfg) != cudaSuccess) {
+      (void)cudaGetLastError();
+      v = 0;
+    }
+    cached_sms[splits] = sms;
+    cached[splits] = v;
+  }
+  return cached[splits];
+}
+
+// The in-kernel split combine's cluster size for `splits` splits of `rowsets` row sets: splits
+// (one cluster per row set) when 2 ≤ splits ≤ 8 (the portable cluster size) and all the clusters
+// are resident at once — the split rule sizes the grid to one wave, and a second wave of clusters
+// doubles the time (H200: 38.4 µs against 25 at hd512 B = 16 2k, 15 clusters of 8 resident for
+// 16 row sets) — or `force` (benchmarks); else 0 (the combine kernel).
+// Whole device only: in the 16-SM green context (the 1g.10gb emulation) the end-to-end A/B of
+// 2026-12-04 measured the decode phase 1.41–1.43 s with the combine kernel against 1.45 s with
+// clusters (the small batches at the end of a run, where clusters fit there), so there the
+// combine kernel stays.
+template <int D>
+int combine_cluster(int splits, long rowsets, bool force, cudaStream_t stream) {
+  if (splits < 2 || splits > 8) return 0;
+  if (force) return splits;
+  if (gemm_stream_sms(stream) != device_sms()) return 0;
+  return resident_clusters<D>(splits, stream) >= rowsets ? splits : 0;
+}
+
+template <int D>
+cudaError_t launch(const AttnArgs& a, int num_requests, bool pdl, int combine_c, cudaStream_t stream) {
   using S = CoopShape<D>;
   if (a.dv_parts != 1) return cudaErrorInvalidValue;  // attention.cu column_parts: 1 for this kernel
-  cudaError_t err;
-  auto kern = kernel_for<D>(&err);
-  if (err != cudaSuccess) return err;
   const dim3 grid(1, num_requests * a.hkv, a.dv_parts * a.splits);  // decode: ≤ 16/G queries per request
-  cudaLaunchAttribute at;
-  const cudaLaunchConfig_t cfg = pdl_launch_config(grid, dim3(S::NW * 32), S::Cfg::kSmem, stream, pdl, &at);
-  return cudaLaunchKernelEx(&cfg, kern, a);
+  cudaError_t err;
+  cudaLaunchAttribute at[2];
+  unsigned n = 0;
+  if (pdl) {
+    at[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[n++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (combine_c > 1) {
+    at[n].id = cudaLaunchAttributeClusterDimension;
+    at[n].val.clusterDim.x = 1;
+    at[n].val.clusterDim.y = 1;
+    at[n++].val.clusterDim.z = unsigned(combine_c);
+  }
+  const cudaLaunchConfig_t cfg = launch_config(grid, dim3(S::NW * 32), S::Cfg::kSmem, stream, at, n);
+  if (combine_c > 0) {
+    if (combine_c != a.splits) return cudaErrorInvalidValue;
+    auto kern = kernel_for<D, true>(&err);
+    return err != cudaSuccess ? err : cudaLaunchKernelEx(&cfg, kern, a);
+  }
+  auto kern = kernel_for<D, false>(&err);
+  return err != cudaSuccess ? err : cudaLaunchKernelEx(&cfg, kern, a);
 }
 
 template <int D>
@@ -364,7 +489,7 @@ int resident() {
   static const int n = [] {
     using S = CoopShape<D>;
     cudaError_t err;
-    auto kern = kernel_for<D>(&err);
+    auto kern = kernel_for<D, false>(&err);
     int v = 0;
     if (err != cudaSuccess ||
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, kern, S::NW * 32, S::Cfg::kSmem) != cudaSuccess)
@@ -376,13 +501,35 @@ int resident() {
 
 }  // namespace
 
-cudaError_t launch_attn_decode_coop(const AttnArgs& a, int d, int num_requests, bool pdl, cudaStream_t stream) {
+cudaError_t launch_attn_decode_coop(const AttnArgs& a, int d, int num_requests, bool pdl, int combine_c,
+                                    cudaStream_t stream) {
   switch (d) {
-    case 64: return launch<64>(a, num_requests, pdl, stream);
-    case 128: return launch<128>(a, num_requests, pdl, stream);
-    case 256: return launch<256>(a, num_requests, pdl, stream);
-    case 512: return launch<512>(a, num_requests, pdl, stream);
+    case 64: return launch<64>(a, num_requests, pdl, combine_c, stream);
+    case 128: return launch<128>(a, num_requests, pdl, combine_c, stream);
+    case 256: return launch<256>(a, num_requests, pdl, combine_c, stream);
+    case 512: return launch<512>(a, num_requests, pdl, combine_c, stream);
     default: return cudaErrorInvalidValue;
+  }
+}
+
+int attn_decode_combine_cluster(int d, int splits, long rowsets, bool force, cudaStream_t stream) {
+  switch (d) {
+    case 64: return combine_cluster<64>(splits, rowsets, force, stream);
+    case 128: return combine_cluster<128>(splits, rowsets, force, stream);
+    case 256: return combine_cluster<256>(splits, rowsets, force, stream);
+    case 512: return combine_cluster<512>(splits, rowsets, force, stream);
+    default: return 0;
+  }
+}
+
+int attn_decode_cluster_capacity(int d, int splits, cudaStream_t stream) {
+  if (splits < 1 || splits > 8) return 0;
+  switch (d) {
+    case 64: return resident_clusters<64>(splits, stream);
+    case 128: return resident_clusters<128>(splits, stream);
+    case 256: return resident_clusters<256>(splits, stream);
+    case 512: return resident_clusters<512>(splits, stream);
+    default: return 0;
   }
 }
 

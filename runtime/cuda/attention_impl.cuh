@@ -165,12 +165,45 @@ __device__ __forceinline__ void attn_load_kv(bf16* ks, bf16* vs, const AttnArgs&
   attn_load_rows<DV, NT>(vs, a.kv.v + long(hk) * D + dvp * DV, sl, kv_row, a.q, tid);
 }
 
+// One split's partial state (m, l) = ml and its four output columns v (unnormalized, relative
+// to m, base 2) folded into a running (m, L, acc): the split combine's arithmetic, shared by the
+// combine kernel (attention.cu) and the decode kernel's in-cluster combine (attention_decode.cu)
+// so the two give bitwise-equal outputs. The roundings are spelled out (acc·cs + v·w as one fma
+// of a rounded product, exp2f), as nvcc contracted the combine's expression before 2026-12-04.
+__device__ __forceinline__ void combine_fold(float& m, float& L, float4& acc, float2 ml, float4 v) {
+  const float mn = fmaxf(m, ml.x);
+  const float base = mn == -INFINITY ? 0.f : mn;  // all empty so far: weights 0, not NaN
+  const float cs = exp2f(m - base), w = exp2f(ml.x - base);
+  acc.x = __fmaf_rn(acc.x, cs, __fmul_rn(v.x, w));
+  acc.y = __fmaf_rn(acc.y, cs, __fmul_rn(v.y, w));
+  acc.z = __fmaf_rn(acc.z, cs, __fmul_rn(v.z, w));
+  acc.w = __fmaf_rn(acc.w, cs, __fmul_rn(v.w, w));
+  L = __fmaf_rn(L, cs, __fmul_rn(ml.y, w));
+  m = mn;
+}
+// The folded state's four bf16 outputs.
+__device__ __forceinline__ uint2 combine_out(float L, float4 acc) {
+  const float inv = L > 0.f ? 1.f / L : 0.f;
+  uint2 pk;
+  pk.x = pack_bf162(acc.x * inv, acc.y * inv);
+  pk.y = pack_bf162(acc.z * inv, acc.w * inv);
+  return pk;
+}
+
 }  // namespace detail
 
 // The cooperative decode kernel (attention_decode.cu); same arguments as launch_attn, stored K only.
-// pdl: launched by programmatic dependent launch (attention_set_pdl).
-cudaError_t launch_attn_decode_coop(const detail::AttnArgs& a, int d, int num_requests, bool pdl,
+// pdl: launched by programmatic dependent launch (attention_set_pdl). combine_c = a.splits (> 1):
+// the row set's splits run as one thread-block cluster and merge in the kernel, which writes the
+// output (no combine kernel; attn_decode_combine_cluster); 0: partial states to the workspace for
+// the combine kernel.
+cudaError_t launch_attn_decode_coop(const detail::AttnArgs& a, int d, int num_requests, bool pdl, int combine_c,
                                     cudaStream_t stream);
+// The in-kernel combine's cluster size for `splits` splits over `rowsets` row sets (requests ×
+// kv heads) on `stream`: splits, or 0 = the combine kernel; `force`: splits whenever 2 … 8.
+int attn_decode_combine_cluster(int d, int splits, long rowsets, bool force, cudaStream_t stream);
+// Clusters of `splits` blocks resident at once (0: cannot launch).
+int attn_decode_cluster_capacity(int d, int splits, cudaStream_t stream);
 // Its blocks resident per SM at head dim d (occupancy API; shared memory bounds it), ≥ 1.
 int attn_decode_coop_blocks_per_sm(int d);
 // The Hopper wgmma prefill kernel (attention_sm90.cu), d ∈ {256, 512}, stored K; variants in

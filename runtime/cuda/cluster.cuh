@@ -29,6 +29,15 @@ __device__ __forceinline__ float4 ld_cluster_f4(const void* local, uint32_t rank
   return v;
 }
 
+// 8 bytes at the same shared-memory offset in block `rank` of the cluster.
+__device__ __forceinline__ float2 ld_cluster_f2(const void* local, uint32_t rank) {
+  uint32_t ra;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(ra) : "r"(smem_u32(local)), "r"(rank));
+  float2 v;
+  asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(ra) : "memory");
+  return v;
+}
+
 // Host side: a launch configuration for cudaLaunchKernelEx / cudaOccupancyMaxActiveClusters with
 // thread-block clusters of `cluster` blocks; `at` (kept alive by the caller) holds the attribute.
 inline cudaLaunchConfig_t cluster_launch_config(dim3 grid, dim3 block, size_t smem, cudaStream_t stream, dim3 cluster,

@@ -329,6 +329,11 @@ void bench_attention() {
   std::printf("\n== Attention (bf16 rate ceiling %.0f TFLOP/s, copy %.0f GB/s)\n", g_blas_tflops, g_copy_gbs);
   std::printf("%-34s %6s %10s %10s %8s\n", "case", "ctx", "us", "rate", "%ceil");
   const AttnSetup layers[] = {{16, 8, 256, 1024}, {16, 1, 512, 0}};
+  for (int d : {256, 512}) {
+    std::printf("decode d%d: clusters of s blocks resident at once, s = 2 … 8:", d);
+    for (int sp = 2; sp <= 8; ++sp) std::printf(" %d", attention_cluster_capacity(d, sp, g_stream));
+    std::printf("\n");
+  }
   // G4C_BENCH_ATTN="B,ctx,d": only that decode case, no split sweep (for ncu --launch-skip);
   // B = -1: only the prefill case of that ctx and d.
   int only_b = 0, only_ctx = 0, only_d = 0;
@@ -440,7 +445,7 @@ void bench_attention() {
         auto sweep = [&](int rule, double& at_rule, int& best_s, double& best_ms) {
           best_ms = at_rule = time_splits(rule);
           best_s = rule;
-          for (int sp : {1, 2, 4, 8, 12, 16, 24, 32, 48, 64}) {
+          for (int sp : {1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 24, 32, 48, 64}) {
             if (only_b) break;
             const double t = time_splits(sp);
             if (t < best_ms) best_ms = t, best_s = sp;
@@ -453,6 +458,12 @@ void bench_attention() {
         // this graph each attention's first K/V loads overlap the previous combine.
         attention_set_pdl(true);
         const double ms_pdl = time_splits(splits);
+        // The same with the splits merged by the combine kernel instead of inside clusters.
+        // The same merged by the combine kernel instead of the decode kernel itself.
+        const int c_rule = attention_combine_cluster_size(b, L.hq, L.hkv, L.d, splits, g_stream);
+        attention_set_cluster_combine(0);
+        const double ms_pdl_k = c_rule > 0 ? time_splits(splits) : ms_pdl;
+        attention_set_cluster_combine(1);
         attention_set_pdl(false);
         attention_set_decode_kernel(0);
         sweep(splits_f, ms_c, best_cs, ms_cb);
@@ -462,9 +473,36 @@ void bench_attention() {
         auto pct = [&](double t) { return 100 * bytes / (t * 1e-3) / 1e9 / g_copy_gbs; };
         char nm[64];
         std::snprintf(nm, sizeof nm, "decode B=%d hd%d hkv%d W%d s%d", B, L.d, L.hkv, L.window, splits);
-        std::printf("%-34s %6d %10.1f %7.0f GB/s %5.1f%%   pdl %.1f us %.1f%%   sweep best s%d %.1f us %.1f%%   one-warp s%d %.1f us %.1f%%, best s%d %.1f us %.1f%%\n",
-                    nm, ctxlen, ms * 1e3, bytes / (ms * 1e-3) / 1e9, pct(ms), ms_pdl * 1e3, pct(ms_pdl), best_s,
+        std::printf("%-34s %6d %10.1f %7.0f GB/s %5.1f%%   pdl %.1f us %.1f%% (%s; combine kernel %.1f us %.1f%%)   sweep best s%d %.1f us %.1f%%   one-warp s%d %.1f us %.1f%%, best s%d %.1f us %.1f%%\n",
+                    nm, ctxlen, ms * 1e3, bytes / (ms * 1e-3) / 1e9, pct(ms), ms_pdl * 1e3, pct(ms_pdl),
+                    c_rule ? ("in-kernel combine c" + std::to_string(c_rule)).c_str() : "combine kernel",
+                    ms_pdl_k * 1e3, pct(ms_pdl_k), best_s,
                     best_ms * 1e3, pct(best_ms), splits_f, ms_c * 1e3, pct(ms_c), best_cs, ms_cb * 1e3, pct(ms_cb));
+        // G4C_BENCH_ATTN_SPLITS="5,6,7,8": those split counts by PDL — merged as the default mode
+        // does (c = splits: in clusters, 0: the combine kernel), by the combine kernel, and in
+        // clusters forced (mode 2; "-" above 8 splits).
+        if (const char* sl = std::getenv("G4C_BENCH_ATTN_SPLITS")) {
+          std::printf("%-34s %6d   pdl by splits: default (c) / combine kernel / clusters forced, us\n", "", ctxlen);
+          attention_set_pdl(true);
+          for (const char* c = sl; *c;) {
+            const int sp = std::atoi(c);
+            const int cr = attention_combine_cluster_size(b, L.hq, L.hkv, L.d, sp, g_stream);
+            std::printf("%-34s %6d     s%d: %.1f (c%d)", "", ctxlen, sp, time_splits(sp) * 1e3, cr);
+            attention_set_cluster_combine(0);
+            std::printf(" / %.1f", time_splits(sp) * 1e3);
+            attention_set_cluster_combine(2);
+            if (attention_combine_cluster_size(b, L.hq, L.hkv, L.d, sp, g_stream) == sp)
+              std::printf(" / %.1f", time_splits(sp) * 1e3);
+            else
+              std::printf(" / -");
+            attention_set_cluster_combine(1);
+            std::printf("   (resident clusters of %d: %d for %ld row sets)\n", sp, attention_cluster_capacity(L.d, sp, g_stream),
+                        long(B) * L.hkv);
+            while (*c && *c != ',') ++c;
+            if (*c) ++c;
+          }
+          attention_set_pdl(false);
+        }
         cudaFree(q); cudaFree(o); cudaFree(k); cudaFree(v); cudaFree(dbt); cudaFree(dqs); cudaFree(dcl);
         if (ws) cudaFree(ws);
       }

@@ -2,6 +2,8 @@
 // and ring KV caches, causal / sliding windows, GQA, head_dim 64…512, split-KV decode, and
 // K=V stored once (K formed from V by the kernel).
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "runtime/cuda/attention.cuh"
@@ -31,6 +33,11 @@ struct AttnCase {
   // keys (other finite values until then) are written by a kernel that lets the attention launch
   // at once and writes 200 µs later; an attention that read either before its wait fails.
   bool pdl = false;
+  // Split combine in the decode kernel (one thread-block cluster per row set, attention_decode.cu)
+  // vs a second run through the combine kernel (attention_set_cluster_combine(0)), which must
+  // give the same bits: −1 = no comparison; 1 = the default mode must merge in clusters; 2 =
+  // clusters forced (mode 2).
+  int combine = -1;
 };
 
 // K from V on the host, with the kernel's (and qk_norm_rope_kv_write's) roundings: the
@@ -244,6 +251,24 @@ void run_attn(const AttnCase& c) {
   EXPECT_EQ(bad, 0u) << "non-finite outputs";
   EXPECT_LT(err, kAttnBound);
   std::fprintf(stderr, "[attn] %s (used splits %d) rel_err %.3e\n", nm, splits, err);
+  if (c.combine >= 1) {
+    cuda::attention_set_cluster_combine(c.combine);
+    EXPECT_EQ(cuda::attention_combine_cluster_size(b, c.hq, c.hkv, c.d, splits, nullptr), splits);
+    const std::vector<bf16> in_kernel = dout.get();
+    cuda::attention_set_cluster_combine(0);
+    EXPECT_EQ(cuda::attention_combine_cluster_size(b, c.hq, c.hkv, c.d, splits, nullptr), 0);
+    poison(dout.p, dout.bytes());
+    const cudaError_t e = cuda::attention(dq.p, c.hq, c.hkv, c.d, kv, b, c.window, 1.0f, dout.p, splits, ws.p, wsb,
+                                          nullptr);
+    cuda::attention_set_cluster_combine(1);
+    G4C_CUDA_OK(e);
+    G4C_CUDA_OK(cudaDeviceSynchronize());
+    const std::vector<bf16> by_kernel = dout.get();
+    size_t diff = 0;
+    for (size_t i = 0; i < by_kernel.size(); ++i)
+      diff += std::memcmp(&by_kernel[i], &in_kernel[i], sizeof(bf16)) != 0;
+    EXPECT_EQ(diff, 0u) << "outputs differing from the combine kernel's, of " << by_kernel.size();
+  }
 }
 
 TEST(GpuAttention, PrefillPagedFullTinyGeometry) {
@@ -413,6 +438,36 @@ TEST(GpuAttention, DecodePdlWaitsForQAndTheNewKeys) {
   pdl({512, 16, 1, 0, true, 64, {{2000, 1}, {37, 1}}, 0});
   pdl({512, 16, 1, 0, true, 64, {{2000, 1}, {37, 1}}, 1});
   pdl({128, 4, 1, 0, true, 16, {{900, 2}, {0, 1}}, 5});
+}
+
+// Split-KV decode merged inside thread-block clusters (attention_decode.cu, the default for 2 ≤
+// splits ≤ 8 when the clusters are resident at once): each case must take that path (forced, 2,
+// for the 128-row-set case, whose 3-block clusters the H200 does not hold all at once), match
+// the float64 reference (same bound) and give the combine kernel's bits exactly — the same fold
+// in split order over the same fp32 partials. Cases: splits with no keys (a 37-key request over 8
+// splits), a wrapping ring, window edges and a request's first key, two queries per request (8
+// rows), d 64 … 512, odd cluster sizes, 16 requests × 8 kv heads, PDL.
+TEST(GpuAttention, DecodeClusterCombine) {
+  G4C_REQUIRE_GPU();
+  auto both = [](AttnCase c, int mode = 1) {
+    c.combine = mode;
+    run_attn(c);
+  };
+  both({512, 16, 1, 0, true, 64, {{2000, 1}, {37, 1}}, 8});
+  both({512, 16, 1, 0, true, 64, {{2000, 1}, {37, 1}}, 3});
+  both({256, 16, 8, 1024, false, 0, {{3000, 1}, {700, 1}, {5000, 1}}, 3});
+  both({256, 16, 8, 40, true, 16, {{100, 1}, {33, 1}, {0, 1}}, 2});
+  both({128, 4, 1, 0, true, 16, {{900, 2}, {0, 1}}, 5});
+  both({64, 8, 2, 0, true, 16, {{300, 1}, {5, 2}}, 7});
+  AttnCase big{256, 16, 8, 1024, true, 64, {}, 3};
+  for (int r = 0; r < 16; ++r) big.reqs.push_back({600 + 37 * r, 1});
+  both(big, 2);
+  AttnCase p{512, 16, 1, 0, true, 64, {{2000, 1}, {37, 1}, {700, 1}}, 6};
+  p.pdl = true;
+  both(p);
+  p = {256, 16, 8, 1024, false, 0, {{3000, 1}, {700, 1}}, 4};
+  p.pdl = true;
+  both(p);
 }
 
 // The prefill kernels at d 256 / 512: the flash kernel (0) and the Hopper wgmma kernel's six
