@@ -420,9 +420,7 @@ cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, 
   }
   cudaError_t err;
   if (coop) {
-    const int c = splits > 1 && g_cluster_combine
-                      ? attn_decode_combine_cluster(d, splits, long(b.num_requests) * hkv, g_cluster_combine == 2, stream)
-                      : 0;
+    const int c = attention_combine_cluster_size(b, hq, hkv, d, splits, stream);
     err = launch_attn_decode_coop(a, d, b.num_requests, g_attn_pdl, c, stream);
     if (c > 0) return err;
   } else if (!small && !kv.k_norm && (d == 256 || d == 512) && g_prefill_kernel != 0) {

@@ -26,8 +26,7 @@ using namespace detail;
 
 namespace {
 
-constexpr int kKG = kBK / 8;
- // key groups of 8 per tile (one warp's S columns)
+constexpr int kKG = kBK / 8;  // key groups of 8 per tile (one warp's S columns)
 constexpr int kPS = 40;  // P row stride (bf16): 80-byte rows, 16-byte aligned, conflict-free ldmatrix
 
 // Row offsets of tile `tile`'s kBK keys into off[0, kBK), threads < kBK, in 16-byte units
@@ -402,18 +401,6 @@ auto kernel_for(cudaError_t* err) {
   return kern;
 }
 
-int device_sms() {
-  static const int n = [] {
-    int dev = 0, v = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-      v = 0;
-    return v;
-  }();
-  return n;
-}
-
-// Clusters of `splits` blocks resident at once on `stream` (occupancy API; 0 when they cannot
-// launch). Cached per split count and stream SM count (a green context's stream has fewer).
 // Clusters of `splits` blocks resident at once on `stream` (occupancy API; 0 when they cannot
 // launch). Cached per split count for the last SM count asked (a green context's stream has
 // fewer SMs than the device). Not thread-safe, as the other launch settings.
@@ -452,7 +439,7 @@ template <int D>
 int combine_cluster(int splits, long rowsets, bool force, cudaStream_t stream) {
   if (splits < 2 || splits > 8) return 0;
   if (force) return splits;
-  if (gemm_stream_sms(stream) != device_sms()) return 0;
+  if (gemm_stream_sms(stream) != gemm_stream_sms(nullptr)) return 0;  // a green context
   return resident_clusters<D>(splits, stream) >= rowsets ? splits : 0;
 }
 

@@ -458,7 +458,6 @@ void bench_attention() {
         // this graph each attention's first K/V loads overlap the previous combine.
         attention_set_pdl(true);
         const double ms_pdl = time_splits(splits);
-        // The same with the splits merged by the combine kernel instead of inside clusters.
         // The same merged by the combine kernel instead of the decode kernel itself.
         const int c_rule = attention_combine_cluster_size(b, L.hq, L.hkv, L.d, splits, g_stream);
         attention_set_cluster_combine(0);

@@ -223,6 +223,11 @@ void run_attn(const AttnCase& c) {
   const int splits = c.splits > 0 ? c.splits : cuda::attention_num_splits(b, c.hq, c.hkv, c.d, c.window);
   const size_t wsb = cuda::attention_workspace_bytes(b, c.hq, c.d, splits);
   DevBuf<uint8_t> ws(std::max<size_t>(wsb, 1));
+  // The merge mode under test (combine ≥ 1) for the main run; back to the default on any exit.
+  struct Mode {
+    explicit Mode(int m) { if (m >= 1) cuda::attention_set_cluster_combine(m); }
+    ~Mode() { cuda::attention_set_cluster_combine(1); }
+  } mode(c.combine);
   poison(dout.p, dout.bytes());
   if (c.pdl) {
     poison(dq.p, dq.bytes());
@@ -252,7 +257,6 @@ void run_attn(const AttnCase& c) {
   EXPECT_LT(err, kAttnBound);
   std::fprintf(stderr, "[attn] %s (used splits %d) rel_err %.3e\n", nm, splits, err);
   if (c.combine >= 1) {
-    cuda::attention_set_cluster_combine(c.combine);
     EXPECT_EQ(cuda::attention_combine_cluster_size(b, c.hq, c.hkv, c.d, splits, nullptr), splits);
     const std::vector<bf16> in_kernel = dout.get();
     cuda::attention_set_cluster_combine(0);
@@ -260,7 +264,6 @@ void run_attn(const AttnCase& c) {
     poison(dout.p, dout.bytes());
     const cudaError_t e = cuda::attention(dq.p, c.hq, c.hkv, c.d, kv, b, c.window, 1.0f, dout.p, splits, ws.p, wsb,
                                           nullptr);
-    cuda::attention_set_cluster_combine(1);
     G4C_CUDA_OK(e);
     G4C_CUDA_OK(cudaDeviceSynchronize());
     const std::vector<bf16> by_kernel = dout.get();
