@@ -139,6 +139,10 @@ void gemm_set_decode_variant(int v);
 // gemm_decode.cuh: the register-direct kernels read weights, then wait for the previous kernel)
 // — on or off, process-wide, not thread-safe. The CUDA backend turns it on when nothing streams.
 void gemm_set_decode_pdl(bool on);
+// w4a16_gemm's decode launches in deterministic mode (DecodeTuning::deterministic: bitwise the
+// same output run after run; slower, BENCHMARKS.md) — process-wide, not thread-safe. Set it
+// before sizing workspaces with w4a16_workspace_bytes (the mode needs more).
+void gemm_set_decode_deterministic(bool on);
 
 // Same contract with BF16 weights (BF16 path, LM head). m ≤ 16: mma.sync kernel with 16-token
 // tiles (weight streaming); m ≥ 64: wgmma (256-token tiles when m ≥ 256 and k ≥ 8192 or

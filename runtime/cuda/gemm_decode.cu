@@ -272,7 +272,8 @@ __global__ void __launch_bounds__(NW * 32, BPS)
 // ------------------------------------------------------------------ variants and plan
 struct Variant {
   DecodeVariantInfo info;
-  const void* k[2][2][2];  // [m > 8][group / 64 − 1][asym]
+  const void* k[2][2][2];   // [m > 8][group / 64 − 1][asym]
+  const void* kd[2][2][2];  // the same, deterministic mode (lean family; others: null)
 };
 
 template <int NW, int NST, int UPS, int TP, int BPS, bool FAST = false>
@@ -296,7 +297,7 @@ Variant lean_variant(int i, int warps, int bps, int chunks, int xcap_kb, const c
   const LeanKernels k = lean_kernels(i);
   for (int a = 0; a < 2; ++a)
     for (int b = 0; b < 2; ++b)
-      for (int c = 0; c < 2; ++c) v.k[a][b][c] = k.k[a][b][c];
+      for (int c = 0; c < 2; ++c) v.k[a][b][c] = k.k[a][b][c], v.kd[a][b][c] = k.kd[a][b][c];
   return v;
 }
 
@@ -336,18 +337,20 @@ struct Plan {
   int smem;
 };
 
-int smem_for(const DecodeVariantInfo& vi, const DecArgs& a) {
-  if (vi.family == 2) {  // x rows + zero row | Σx [gps][16] | tile sums of ≤ ceil(ntiles/br) + 1 tiles
+// det: the lean family's deterministic mode.
+int smem_for(const DecodeVariantInfo& vi, const DecArgs& a, bool det) {
+  if (vi.family == 2) {  // x rows + zero row | Σx [gps][16] | tile sums (or det: warp slots)
     const int mt = a.mrows > 8 ? 2 : 1;
     const int br = std::max(1, a.br);
-    return (a.mrows + 1) * a.xrow + a.gps * 64 + (a.tsm ? ((a.ntiles + br - 1) / br + 1) * 4 * mt * 32 * 4 : 0);
+    const int sums = det ? vi.warps * 2 * 4 * mt * 32 * 4 : (a.tsm ? ((a.ntiles + br - 1) / br + 1) * 4 * mt * 32 * 4 : 0);
+    return (a.mrows + 1) * a.xrow + a.gps * 64 + sums;
   }
   const int bars = (vi.warps * vi.stages * 8 + 127) / 128 * 128;
   const int ring = vi.warps * vi.stages * vi.units_per_stage * vi.tiles_per_unit * (a.cpg * 512 + 48);
   return bars + ring + a.mrows * a.xrow + a.mrows * a.gps * 4;
 }
 
-Plan make_plan(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms, int xcap_override) {
+Plan make_plan(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms, int xcap_override, bool det) {
   Plan p;
   DecArgs& a = p.a;
   a.tsm = 0;
@@ -355,6 +358,7 @@ Plan make_plan(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms,
   a.ngroups = w.kp / w.group;
   a.ntiles = (w.n + 15) / 16;
   a.mrows = std::min(m, 16);
+  det = det && vi.family == 2;
   const int smem_max = 227 * 1024 / vi.blocks_per_sm - 1024;
   const int xcap = xcap_override > 0 ? xcap_override : vi.xcap_kb * 1024;
   // Fewest splits whose slice fits (xcap and the shared memory left beside the rings).
@@ -365,14 +369,24 @@ Plan make_plan(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms,
     const int xb = (a.mrows + (vi.family == 2)) * (a.xrow + a.gps * 4);
     a.S = (a.ngroups + a.gps - 1) / a.gps;
     a.br = std::max(1, blocks / a.S);
-    if ((xb <= xcap && smem_for(vi, a) <= smem_max) || a.gps == 1) break;
+    if ((xb <= xcap && smem_for(vi, a, det) <= smem_max) || a.gps == 1) break;
   }
-  if (vi.family == 2) {  // block-local tile sums if they fit beside the slice
+  if (vi.family == 2 && !det) {  // block-local tile sums if they fit beside the slice
     a.tsm = 1;  // smem_for counts the tile sums when tsm is set
-    a.tsm = smem_for(vi, a) <= smem_max;
+    a.tsm = smem_for(vi, a, det) <= smem_max;
+  }
+  if (det) {
+    // Slots per (split, tile), in tsm: block rb starts at ⌊U·rb/br⌋ (U = ntiles·gs units in the
+    // split); a block starting inside a tile [u0, u0 + gs) is at most
+    // ⌈(u0 + gs)·br/U⌉ − ⌈(u0 + 1)·br/U⌉ ≤ ⌈(gs − 1)·br/U⌉ blocks after the one holding u0.
+    a.tsm = 1;
+    for (int s = 0; s < a.S; ++s) {
+      const long gs = std::min(a.gps, a.ngroups - s * a.gps), U = long(a.ntiles) * gs;
+      a.tsm = std::max(a.tsm, int(1 + ((gs - 1) * a.br + U - 1) / U));
+    }
   }
   p.blocks = a.S * a.br;
-  p.smem = smem_for(vi, a);
+  p.smem = smem_for(vi, a, det);
   return p;
 }
 
@@ -396,10 +410,31 @@ int w4a16_decode_choice(int m, const Int4Weight& w, int sms) {
 int w4a16_decode_num_variants() { return kNumVariants; }
 DecodeVariantInfo w4a16_decode_variant_info(int v) { return variant(v).info; }
 
-size_t w4a16_decode_workspace_bytes(const Int4Weight& w) {
-  const size_t ntiles = (w.n + 31) / 32 * 2;  // even: 2-tile units
-  return (ntiles * 16 * 16 * 4 + 255) / 256 * 256 + ntiles * 4;
+namespace {
+// Workspace: tile counters [ntiles, even] (256-aligned), then fp32 slots of 16 × 16, all zero
+// between launches: one per tile; the lean family's deterministic mode [S][ntiles][hs].
+size_t counters_bytes(const Int4Weight& w) { return ((w.n + 31) / 32 * 2 * 4 + 255) / 256 * 256; }
+size_t workspace_need(const Int4Weight& w, const DecodeVariantInfo& vi, const Plan& p, bool det) {
+  const size_t ntiles = (w.n + 31) / 32 * 2;
+  const size_t slots = vi.family == 2 && det ? size_t(p.a.S) * ntiles * size_t(p.a.tsm) : ntiles;
+  return counters_bytes(w) + slots * 16 * 16 * 4;
 }
+}  // namespace
+
+size_t w4a16_decode_workspace_bytes(const Int4Weight& w, const DecodeTuning& tuning) {
+  const int sms = tuning.sms > 0 ? tuning.sms : gemm_stream_sms(nullptr);
+  size_t need = 0;
+  for (int v = 0; v < kNumVariants; ++v) {
+    // Default: the variants w4a16_decode_choice picks (the legacy kernel sizes its own part).
+    if (tuning.variant >= 0 ? v != tuning.variant : v != 11 && v != 14 && v != 17) continue;
+    for (int m = 1; m <= 16; ++m)
+      need = std::max(need, workspace_need(w, variant(v).info,
+                                           make_plan(m, w, variant(v).info, sms, tuning.xcap, tuning.deterministic),
+                                           tuning.deterministic));
+  }
+  return need;
+}
+size_t w4a16_decode_workspace_bytes(const Int4Weight& w) { return w4a16_decode_workspace_bytes(w, DecodeTuning{}); }
 
 cudaError_t w4a16_decode(const bf16* x, int m, int ldx, const Int4Weight& w, Epilogue ep,
                          const GemmOut& out, void* workspace, size_t workspace_bytes,
@@ -407,17 +442,18 @@ cudaError_t w4a16_decode(const bf16* x, int m, int ldx, const Int4Weight& w, Epi
   if (m < 1 || m > 16) return cudaErrorInvalidValue;
   const int vi = tuning.variant < 0 ? 0 : tuning.variant;
   if (vi >= kNumVariants) return cudaErrorInvalidValue;
-  if (!workspace || workspace_bytes < w4a16_decode_workspace_bytes(w)) return cudaErrorInvalidValue;
   const Variant& v = variant(vi);
   const int sms = tuning.sms > 0 ? tuning.sms : gemm_stream_sms(stream);
-  const Plan p = make_plan(m, w, v.info, sms, tuning.xcap);
+  const bool det = tuning.deterministic && v.info.family == 2;
+  const Plan p = make_plan(m, w, v.info, sms, tuning.xcap, det);
+  if (!workspace || workspace_bytes < workspace_need(w, v.info, p, det)) return cudaErrorInvalidValue;
   if (w.group != 64 && w.group != 128) return cudaErrorInvalidValue;
   const int mi = m <= 8 ? 0 : 1, gi = w.group / 64 - 1;
   const int ai = w.zeros != nullptr;
-  const void* kern = v.k[mi][gi][ai];
+  const void* kern = det ? v.kd[mi][gi][ai] : v.k[mi][gi][ai];
   // Dynamic shared memory limit: raised once per kernel to the maximum (process-wide).
-  static bool raised[kNumVariants][2][2][2] = {};
-  bool& r = raised[vi][mi][gi][ai];
+  static bool raised[kNumVariants][2][2][2][2] = {};
+  bool& r = raised[vi][mi][gi][ai][det];
   if (!r) {
     const cudaError_t err = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                  227 * 1024 / v.info.blocks_per_sm - 1024);
@@ -425,12 +461,10 @@ cudaError_t w4a16_decode(const bf16* x, int m, int ldx, const Int4Weight& w, Epi
     r = true;
   }
   EpiArgs e{int(ep), out, w.n, m};
-  const size_t ntiles = (w.n + 31) / 32 * 2;
-  float* ws = static_cast<float*>(workspace);
-  int* counters = reinterpret_cast<int*>(static_cast<unsigned char*>(workspace) +
-                                         (ntiles * 16 * 16 * 4 + 255) / 256 * 256);
+  int* counters = static_cast<int*>(workspace);
+  float* ws = reinterpret_cast<float*>(static_cast<unsigned char*>(workspace) + counters_bytes(w));
   DecArgs a = p.a;
-  if (tuning.no_block_sums) a.tsm = 0;
+  if (tuning.no_block_sums && !det) a.tsm = 0;
   // The lean kernels split a split's units with 32-bit products (units · blocks < 2^31).
   if (v.info.family == 2 && long(a.ntiles) * a.gps * std::max(a.br, 1) >= (long(1) << 31)) return cudaErrorInvalidValue;
   Int4Weight wv = w;

@@ -10,7 +10,9 @@
 // stage, no block-wide barrier after the activation fill), dequantizes in registers and
 // multiplies with mma.sync m16n8k16. A tile a warp owns entirely gets its epilogue straight
 // from registers; partial tiles (range ends, S > 1) add into an fp32 workspace with vector
-// reductions and the warp that completes the tile's group count applies the epilogue.
+// reductions and the warp that completes the tile's group count applies the epilogue (these
+// additions happen in arrival order; the lean family's default variants add in a fixed order
+// instead, see gemm_decode_lean.cu).
 // Measured (BENCHMARKS.md "W4A16 decode GEMM"): 1.3–3.9× the legacy kernel on 16 SMs, up to
 // 2.8× on 132 SMs for m ≥ 4, but still 10–40% of copy bandwidth: per-warp latency bound.
 // Variants 10–13 (gemm_decode_ldg.cu) and 14–17 (gemm_decode_lean.cu, the default) keep the
@@ -37,11 +39,6 @@ struct DecodeVariantInfo {
 int w4a16_decode_num_variants();
 DecodeVariantInfo w4a16_decode_variant_info(int v);
 
-// Workspace: fp32 [T·16][16] partial sums + int [T] tile counters, T = ceil(n/32)·2. Must be
-// ZERO before first use (cudaMemset once); launches leave it zero. Independent of m and of
-// the SM count. Not shared by launches that run concurrently.
-size_t w4a16_decode_workspace_bytes(const Int4Weight& w);
-
 struct DecodeTuning {
   int variant = -1;  // -1: the default variant
   int sms = 0;       // > 0: size the grid for this many SMs (tests); 0: gemm_stream_sms(stream)
@@ -51,10 +48,24 @@ struct DecodeTuning {
   // first weights, then waits (griddepcontrol.wait) for that kernel to finish before it reads x,
   // Σx or the workspace or writes y. Only for weights nothing in flight writes (not streamed).
   bool pdl = false;
-  // Lean family only (tests): every tile through the fp32 workspace, as when the block-local tile
-  // sums do not fit in shared memory.
+  // Lean family (14–17; others ignore it): sum the parts of a tile in a fixed order, so the output
+  // is bitwise the same in every run with the same inputs, plan and SM count (not the default:
+  // measured slower, BENCHMARKS.md). Needs the larger workspace w4a16_decode_workspace_bytes
+  // gives for it.
+  bool deterministic = false;
+  // Lean family only, arrival-order mode (tests): every tile through the fp32 workspace, as when
+  // the block-local tile sums do not fit in shared memory.
   bool no_block_sums = false;
 };
+
+// Workspace: int tile counters, then fp32 partial-sum slots of 16 × 16 (one per tile; in the
+// lean family's deterministic mode a few per (k split, tile)). Must be ZERO before first use
+// (cudaMemset once); launches leave it zero. Enough for any m ≤ 16 with variant
+// `tuning.variant` (−1: any variant w4a16_decode_choice picks) on `tuning.sms` SMs (0: the
+// device's) at activation budget `tuning.xcap`, in mode `tuning.deterministic`. Not shared by
+// launches that run concurrently.
+size_t w4a16_decode_workspace_bytes(const Int4Weight& w, const DecodeTuning& tuning);
+size_t w4a16_decode_workspace_bytes(const Int4Weight& w);
 
 // y = epilogue(x·Wᵀ) for 1 ≤ m ≤ 16; arguments as w4a16_gemm. Returns the launch error, or
 // cudaErrorInvalidValue (m out of range, workspace too small).

@@ -16,11 +16,22 @@
 //  - asymmetric zero points are a template parameter;
 //  - tiles that lie inside one block are summed in shared memory (red.shared) and get their
 //    epilogue after one barrier; only the ≤ 2 tiles a block shares with its neighbours (and every
-//    tile when k is split) go through the fp32 workspace and tile counters.
+//    tile when k is split) go through the fp32 workspace (red.global) and tile counters;
+//  - deterministic mode (DET, DecodeTuning::deterministic): a split's sums are formed in a fixed
+//    order, so the output does not depend on which warp or block finishes first. A tile a warp
+//    holds whole gets its epilogue (or, k split, its split's slot) straight from registers; a
+//    warp's partial first and last tiles go to its two shared-memory slots and, after the block's
+//    barrier, the warp holding a shared tile's first unit adds the slots in warp order.
+//    Tiles shared by blocks and k splits meet in the fp32 workspace the same way: per (split,
+//    tile) a few slots, slot 0 written by the block holding the split's first unit of the tile,
+//    slot h by the h-th block after it; the contributor that completes the tile's group count
+//    adds all the tile's slots (unwritten ones hold zero) in (split, slot) order, applies the
+//    epilogue and zeroes what it read. Measured 9–48% slower on 132 SMs and 1–15% on 16
+//    (BENCHMARKS.md), hence not the default.
 // Numerics and accumulation order are the register-direct kernel's: A = exact bf16 (128 + code),
 // two mma chains (even / odd k16 steps) per group, T = chain0 + chain1, acc += s·(T − (128+z)·Σx).
 // The sums of a tile split between warps are added in a different order (fp32, within a bound
-// that the tests state).
+// that the tests state): in arrival order, or (DET) in the same order in every run.
 #include "runtime/cuda/common.cuh"
 #include "runtime/cuda/gemm_decode_common.cuh"
 #include "runtime/cuda/gemm_epilogue.cuh"
@@ -138,16 +149,188 @@ __device__ __forceinline__ void lean_fill(const bf16* __restrict__ x, int ldx, i
   }
 }
 
-// A tile's partial sums → the fp32 workspace (or straight to the epilogue when `done` covers all
-// of k); out of line, so the unrolled main loop carries one call per unit instead of the flush.
+// Partial sums of a tile, per lane: rows g, g+8 × tokens j·8+2t, +1 (the mma C layout).
 template <int MT>
 struct TileSums {
   float v[MT][4];
 };
+
+// The epilogue of a complete tile, out of line (called from the unrolled main loop).
 template <int MT>
-__device__ __noinline__ void lean_flush_global(DecArgs a, EpiArgs e, float* ws, int* counters, int tile, int done,
-                                               int lane, TileSums<MT> s) {
+__device__ __noinline__ void lean_finish(EpiArgs e, int tile, int lane, TileSums<MT> s) {
+  decode_finish<MT>(e, tile, lane >> 2, lane & 3, s.v);
+}
+
+// Arrival-order mode: a tile's partial sums → the fp32 workspace (red.global; or straight to the
+// epilogue when `done` covers all of k). Out of line.
+template <int MT>
+__device__ __noinline__ void lean_flush_red(DecArgs a, EpiArgs e, float* ws, int* counters, int tile, int done, int lane,
+                                            TileSums<MT> s) {
   decode_flush_tile<MT>(a, e, ws, counters, tile, done, lane, s.v);
+}
+
+// Workspace slots of tile `tile` in split `split`: fp32 [16 rows][16 tokens] (1 KB) each, tokens
+// < mrows used; slot 0 for the block holding the split's first unit of the tile, slot h for the
+// h-th block after it (a.tsm of them per (split, tile) in this mode: the most blocks that can
+// start inside a tile). Slots nobody writes stay zero.
+__device__ __forceinline__ float* lean_slot(const DecArgs& a, float* ws, int split, int tile, int h) {
+  return ws + ((long(split) * ((a.ntiles + 1) & ~1) + tile) * a.tsm + h) * 256;
+}
+
+// The lane's sums v of a tile → workspace slot `slot` (tokens < mrows).
+template <int MT>
+__device__ __forceinline__ void lean_store_slot(const DecArgs& a, float* slot, int lane, const float (&v)[MT][4]) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int j = 0; j < MT; ++j) {
+    const int tok = j * 8 + 2 * t;
+    if (tok < a.mrows) {
+      __stcg(reinterpret_cast<float2*>(slot + g * 16 + tok), make_float2(v[j][0], v[j][1]));
+      __stcg(reinterpret_cast<float2*>(slot + (g + 8) * 16 + tok), make_float2(v[j][2], v[j][3]));
+    }
+  }
+}
+// `done` more groups of tile `tile` are in the workspace (stores fenced by the caller); true for
+// the contributor that completes the tile's group count.
+template <int MT>
+__device__ __forceinline__ bool lean_count(const DecArgs& a, int* counters, int tile, int done, int lane) {
+  __syncwarp();
+  int last = 0;
+  if (lane == 0) last = atomicAdd(&counters[tile], done) + done == a.ngroups;
+  return __shfl_sync(0xffffffffu, last, 0) != 0;
+}
+
+// The complete tile: its slots in (split, slot) order, i.e. per split the block holding the
+// split's first unit of the tile, then the blocks starting inside the tile in block order (an
+// empty block's slot holds zero); loads of KB slots in flight together. Zeroes what it read,
+// resets the counter, applies the epilogue. Out of line and reached only by the finishing
+// contributor (its registers cost the main loop nothing).
+template <int MT>
+__device__ __noinline__ void lean_finish_tile(DecArgs a, EpiArgs e, float* ws, int* counters, int tile, int lane) {
+  __threadfence();
+  const int g = lane >> 2, t = lane & 3;
+  TileSums<MT> v;
+#pragma unroll
+  for (int j = 0; j < MT; ++j) v.v[j][0] = v.v[j][1] = v.v[j][2] = v.v[j][3] = 0.f;
+  // All a.S · a.tsm slots (the unwritten ones hold zero), KB loads in flight together,
+  // branch-free: past the last slot the loads read slot 0 (valid, already taken) and are
+  // discarded.
+  constexpr int KB = 4;
+  const int total = a.S * a.tsm;
+  const long sstride = long((a.ntiles + 1) & ~1) * a.tsm * 256;
+  float* const s00 = lean_slot(a, ws, 0, tile, 0);
+  for (int i0 = 0; i0 < total; i0 += KB) {
+    float2* p[KB];
+    bool ok[KB];
+#pragma unroll
+    for (int b = 0; b < KB; ++b) {
+      const int i = i0 + b, sp = i / a.tsm;
+      ok[b] = i < total;
+      p[b] = reinterpret_cast<float2*>(ok[b] ? s00 + sp * sstride + (i - sp * a.tsm) * 256 : s00);
+    }
+    float2 x[KB][MT][2];
+#pragma unroll
+    for (int b = 0; b < KB; ++b)
+#pragma unroll
+      for (int j = 0; j < MT; ++j) {
+        x[b][j][0] = __ldcg(p[b] + (g * 16 + j * 8 + 2 * t) / 2);
+        x[b][j][1] = __ldcg(p[b] + ((g + 8) * 16 + j * 8 + 2 * t) / 2);
+      }
+#pragma unroll
+    for (int b = 0; b < KB; ++b)
+#pragma unroll
+      for (int j = 0; j < MT; ++j) {
+        v.v[j][0] += ok[b] ? x[b][j][0].x : 0.f;
+        v.v[j][1] += ok[b] ? x[b][j][0].y : 0.f;
+        v.v[j][2] += ok[b] ? x[b][j][1].x : 0.f;
+        v.v[j][3] += ok[b] ? x[b][j][1].y : 0.f;
+      }
+#pragma unroll
+    for (int b = 0; b < KB; ++b)  // unused token columns hold zero anyway
+#pragma unroll
+      for (int j = 0; j < MT; ++j) {
+        __stcg(p[b] + (g * 16 + j * 8 + 2 * t) / 2, make_float2(0.f, 0.f));
+        __stcg(p[b] + ((g + 8) * 16 + j * 8 + 2 * t) / 2, make_float2(0.f, 0.f));
+      }
+  }
+  if (lane == 0) counters[tile] = 0;
+  lean_finish<MT>(e, tile, lane, v);
+}
+
+// A contribution of `done` groups (after the main loop), and the tile's epilogue if it completes
+// the tile.
+template <int MT>
+__device__ __forceinline__ void lean_flush_global(const DecArgs& a, const EpiArgs& e, float* ws, int* counters,
+                                                  int tile, int done, float* slot, int lane, const TileSums<MT>& s) {
+  lean_store_slot<MT>(a, slot, lane, s.v);
+  __threadfence();
+  if (lean_count<MT>(a, counters, tile, done, lane)) lean_finish_tile<MT>(a, e, ws, counters, tile, lane);
+}
+
+// Where a block's warps are: block range [ub0, ub1) of its split's units, warp w's range
+// [ub0 + ⌊nb·w/NW⌋, ub0 + ⌊nb·(w+1)/NW⌋), nb = ub1 − ub0.
+struct BlockPos {
+  int ub0, ub1, split, rb, gs;
+  unsigned U;  // units of the split (ntiles · gs)
+};
+
+// The owner of a tile's partial sums in a block: the warp holding the tile's first unit ts (the
+// largest w with ⌊nb·w/NW⌋ ≤ ts − ub0), or NW when ts lies in an earlier block.
+template <int NW>
+__device__ __forceinline__ int lean_owner(const BlockPos& bp, int ts) {
+  const unsigned nb = unsigned(bp.ub1 - bp.ub0);
+  return ts < bp.ub0 ? NW : int((unsigned(ts - bp.ub0 + 1) * NW + nb - 1) / nb) - 1;
+}
+
+// After the block's barrier, tile `tile`'s partial sums in this block sit in the slots of its
+// owner (slot 1) and of the warps starting inside it (slot 0). Adds them in warp order, then
+// applies the epilogue (tile complete, k not split) or passes the block's part on through the
+// workspace. Out of line.
+template <int MT, int NW>
+__device__ __noinline__ void lean_partial(DecArgs a, EpiArgs e, float* ws, int* counters, const float* wslot,
+                                          BlockPos bp, int tile, int lane) {
+  const int gs = bp.gs, ts = tile * gs, first = lean_owner<NW>(bp, ts);
+  const unsigned nb = unsigned(bp.ub1 - bp.ub0);
+  auto wstart = [&](int wi) { return bp.ub0 + int(nb * unsigned(wi) / NW); };
+  TileSums<MT> v;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) v.v[mt][0] = v.v[mt][1] = v.v[mt][2] = v.v[mt][3] = 0.f;
+  if (first < NW) {
+    const float* p = wslot + (first * 2 + 1) * (4 * MT * 32) + lane;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) v.v[mt][q] += p[(mt * 4 + q) * 32];
+  }
+  // Slot 0 of the non-empty warps starting inside the tile, in warp order, 4 warps' loads at a time.
+  for (int w0 = first < NW ? first + 1 : 0; w0 < NW && wstart(w0) < ts + gs; w0 += 4) {
+    float x[4][MT * 4];
+    bool ok[4];
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {  // loads from a valid slot, discarded where not ok
+      const int wi = w0 + b;
+      ok[b] = wi < NW && wstart(wi) < ts + gs && wstart(wi) < wstart(wi + 1);
+      const float* p = wslot + (min(wi, NW - 1) * 2) * (4 * MT * 32) + lane;
+#pragma unroll
+      for (int i = 0; i < MT * 4; ++i) x[b][i] = p[i * 32];
+    }
+#pragma unroll
+    for (int b = 0; b < 4; ++b)
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) v.v[mt][q] += ok[b] ? x[b][mt * 4 + q] : 0.f;
+  }
+  if (first < NW && ts + gs <= bp.ub1 && a.S == 1) {
+    lean_finish<MT>(e, tile, lane, v);
+    return;
+  }
+  // Workspace slot: 0 if this block holds ts, else this block's rank after the one that does
+  // ([U·rb/br, U·(rb+1)/br) ∋ ts; 32-bit: the host checks U·br < 2^31).
+  const unsigned br = unsigned(a.br);
+  const int h = first < NW ? 0 : bp.rb - (int((unsigned(ts + 1) * br + bp.U - 1) / bp.U) - 1);
+  lean_flush_global<MT>(a, e, ws, counters, tile, min(ts + gs, bp.ub1) - max(ts, bp.ub0),
+                        lean_slot(a, ws, bp.split, tile, h), lane, v);
 }
 
 // Loading cursor: unit (tile, group gl of the split) → its first chunk, scale pair and zeros.
@@ -158,7 +341,7 @@ struct Cursor {
   int gl;
 };
 
-template <int MT, int NW, int BPS, int D, int CPG, bool ASYM>
+template <int MT, int NW, int BPS, int D, int CPG, bool ASYM, bool DET>
 __global__ void __launch_bounds__(NW * 32, BPS)
     w4_lean_kernel(const bf16* __restrict__ x, int ldx, Int4Weight w, EpiArgs e, DecArgs a,
                    float* __restrict__ ws, int* __restrict__ counters) {
@@ -167,7 +350,11 @@ __global__ void __launch_bounds__(NW * 32, BPS)
   extern __shared__ __align__(128) unsigned char smem[];
   unsigned char* xs = smem;
   float* xsum = reinterpret_cast<float*>(xs + (a.mrows + 1) * a.xrow);
-  float* tacc = xsum + a.gps * 16;  // [block tile][4·MT][32 lanes]
+  // Arrival order: the block's tile sums [block tile][4·MT][32 lanes]. DET: per warp, the
+  // partial sums of its first tile begun by an earlier warp (slot 0) and of its last tile
+  // continued by a later one (slot 1) [warp][slot][4·MT][32 lanes].
+  float* tacc = xsum + a.gps * 16;
+  float* wslot = tacc;
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
@@ -179,8 +366,8 @@ __global__ void __launch_bounds__(NW * 32, BPS)
   const int ub0 = int(U * unsigned(sp.rb) / br), ub1 = int(U * unsigned(sp.rb + 1) / br);
   const unsigned nb = unsigned(ub1 - ub0);
   const int wa = ub0 + int(nb * unsigned(warp) / NW), wb = ub0 + int(nb * unsigned(warp + 1) / NW);
-  const int tf0 = (ub0 + gs - 1) / gs, tf1 = a.tsm ? ub1 / gs : tf0;  // tiles summed in this block
-  const int ntf = max(0, tf1 - tf0);
+  const int tf0 = (ub0 + gs - 1) / gs, tf1 = !DET && a.tsm ? ub1 / gs : tf0;  // arrival order: tiles summed in the block
+  const int ntf = DET ? 0 : max(0, tf1 - tf0);
   const int kc_n = w.kp / 64;
   const uint64_t pol = evict_first_policy();
   const long qjump = long(kc_n - gs * CPG) * 32;  // uint4 from past a split's last chunk to the next tile's
@@ -234,25 +421,50 @@ __global__ void __launch_bounds__(NW * 32, BPS)
     xrp[mt] = smem_u32(xs) + (row < a.mrows ? row : a.mrows) * a.xrow + t * 32;
   }
   const uint32_t xsp = smem_u32(xsum) + 8 * t, tap = smem_u32(tacc) + 4 * lane;
+  const int split = int(blockIdx.x) / a.br;
+  const BlockPos bpos{ub0, ub1, split, sp.rb, gs, U};
 
   float acc[MT][4];
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.f;
   int tile = wa / gs, gl = wa - tile * gs, done = 0;
+  // Tile end or range end. Arrival order: into the block's tile sums (red.shared) or the
+  // workspace (red.global). DET: the tile began before this warp (slot 0), continues after it
+  // (slot 1), or lies in it whole (epilogue, or the split's workspace slot when k is split).
   auto flush = [&]() {
-    if (tile >= tf0 && tile < tf1) {
-      const uint32_t p = tap + (tile - tf0) * (4 * MT * 32 * 4);
+    const int ts = tile * gs;
+    if (!DET) {
+      if (tile >= tf0 && tile < tf1) {
+        const uint32_t p = tap + (tile - tf0) * (4 * MT * 32 * 4);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int q = 0; q < 4; ++q) red_shared_add(p + (mt * 4 + q) * 128, acc[mt][q]);
+      } else {
+        TileSums<MT> s2;
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int q = 0; q < 4; ++q) s2.v[mt][q] = acc[mt][q];
+        lean_flush_red<MT>(a, e, ws, counters, tile, done, lane, s2);
+      }
+    } else if (ts < wa || ts + gs > wb) {
+      // Shared with other warps: into slot 0 (the tile began before this warp) or 1 (it goes on
+      // after it), combined after the block's barrier.
+      float* p = wslot + (warp * 2 + (ts < wa ? 0 : 1)) * (4 * MT * 32) + lane;
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int q = 0; q < 4; ++q) red_shared_add(p + (mt * 4 + q) * 128, acc[mt][q]);
-    } else {
-      TileSums<MT> ts;
+        for (int q = 0; q < 4; ++q) p[(mt * 4 + q) * 32] = acc[mt][q];
+    } else if (a.S == 1) {
+      TileSums<MT> s2;
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int q = 0; q < 4; ++q) ts.v[mt][q] = acc[mt][q];
-      lean_flush_global<MT>(a, e, ws, counters, tile, done, lane, ts);
+        for (int q = 0; q < 4; ++q) s2.v[mt][q] = acc[mt][q];
+      lean_finish<MT>(e, tile, lane, s2);
+    } else {  // the split's part of the tile; counted after the loop (no call in the loop)
+      lean_store_slot<MT>(a, lean_slot(a, ws, split, tile, 0), lane, acc);
     }
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.f;
@@ -317,42 +529,64 @@ __global__ void __launch_bounds__(NW * 32, BPS)
       if (base + j < wb) unit(j, base + j + UPI < wb);
   }
   if (done > 0) flush();
-  __syncthreads();
-  // Tiles inside the block: sums complete (S = 1: epilogue) or this split's share (workspace).
-  for (int tt = warp; tt < ntf; tt += NW) {
-    float v[MT][4];
-    const float* p = tacc + tt * (4 * MT * 32) + lane;
+  if (!DET) {
+    __syncthreads();
+    // Tiles inside the block: sums complete (S = 1: epilogue) or this split's share (workspace).
+    for (int tt = warp; tt < ntf; tt += NW) {
+      float v[MT][4];
+      const float* p = tacc + tt * (4 * MT * 32) + lane;
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
+      for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-      for (int q = 0; q < 4; ++q) v[mt][q] = p[(mt * 4 + q) * 32];
-    decode_flush_tile<MT>(a, e, ws, counters, tf0 + tt, gs, lane, v);
+        for (int q = 0; q < 4; ++q) v[mt][q] = p[(mt * 4 + q) * 32];
+      decode_flush_tile<MT>(a, e, ws, counters, tf0 + tt, gs, lane, v);
+    }
+    return;
   }
+  // k split: the whole tiles of this warp's range were stored in their split slots; count them.
+  if (a.S > 1 && wa < wb) {
+    __threadfence();
+    for (int tw = (wa + gs - 1) / gs; (tw + 1) * gs <= wb; ++tw)
+      if (lean_count<MT>(a, counters, tw, gs, lane)) lean_finish_tile<MT>(a, e, ws, counters, tw, lane);
+  }
+  __syncthreads();
+  // Tiles shared by warps: the one this warp holds the first unit of and goes on past its range,
+  // and (last warp) the block's first tile when it began in an earlier block.
+  if (wa < wb) {
+    const int tb = (wb - 1) / gs;
+    if (tb * gs >= wa && (tb + 1) * gs > wb) lean_partial<MT, NW>(a, e, ws, counters, wslot, bpos, tb, lane);
+  }
+  if (warp == NW - 1 && ub0 < ub1 && ub0 % gs != 0) lean_partial<MT, NW>(a, e, ws, counters, wslot, bpos, ub0 / gs, lane);
 }
 
-template <int NW, int BPS, int D>
+template <int NW, int BPS, int D, bool DET>
 void fill(const void* (&k)[2][2][2]) {
-  k[0][0][0] = reinterpret_cast<const void*>(&w4_lean_kernel<1, NW, BPS, D, 1, false>);
-  k[0][0][1] = reinterpret_cast<const void*>(&w4_lean_kernel<1, NW, BPS, D, 1, true>);
-  k[0][1][0] = reinterpret_cast<const void*>(&w4_lean_kernel<1, NW, BPS, D, 2, false>);
-  k[0][1][1] = reinterpret_cast<const void*>(&w4_lean_kernel<1, NW, BPS, D, 2, true>);
-  k[1][0][0] = reinterpret_cast<const void*>(&w4_lean_kernel<2, NW, BPS, D, 1, false>);
-  k[1][0][1] = reinterpret_cast<const void*>(&w4_lean_kernel<2, NW, BPS, D, 1, true>);
-  k[1][1][0] = reinterpret_cast<const void*>(&w4_lean_kernel<2, NW, BPS, D, 2, false>);
-  k[1][1][1] = reinterpret_cast<const void*>(&w4_lean_kernel<2, NW, BPS, D, 2, true>);
+  k[0][0][0] = reinterpret_cast<const void*>(&w4_lean_kernel<1, NW, BPS, D, 1, false, DET>);
+  k[0][0][1] = reinterpret_cast<const void*>(&w4_lean_kernel<1, NW, BPS, D, 1, true, DET>);
+  k[0][1][0] = reinterpret_cast<const void*>(&w4_lean_kernel<1, NW, BPS, D, 2, false, DET>);
+  k[0][1][1] = reinterpret_cast<const void*>(&w4_lean_kernel<1, NW, BPS, D, 2, true, DET>);
+  k[1][0][0] = reinterpret_cast<const void*>(&w4_lean_kernel<2, NW, BPS, D, 1, false, DET>);
+  k[1][0][1] = reinterpret_cast<const void*>(&w4_lean_kernel<2, NW, BPS, D, 1, true, DET>);
+  k[1][1][0] = reinterpret_cast<const void*>(&w4_lean_kernel<2, NW, BPS, D, 2, false, DET>);
+  k[1][1][1] = reinterpret_cast<const void*>(&w4_lean_kernel<2, NW, BPS, D, 2, true, DET>);
+}
+template <int NW, int BPS, int D>
+void fill(LeanKernels& r) {
+  fill<NW, BPS, D, false>(r.k);
+  fill<NW, BPS, D, true>(r.kd);
 }
 
 }  // namespace
 
-// Kernels of lean variant `i` ([m > 8][group / 64 − 1][asym]); configurations as listed in the
-// variant table of gemm_decode.cu.
+// Kernels of lean variant `i` ([m > 8][group / 64 − 1][asym]; kd: deterministic mode);
+// configurations as listed in the variant table of gemm_decode.cu.
 LeanKernels lean_kernels(int i) {
   LeanKernels r{};
   switch (i) {
-    case 0: fill<16, 1, 8>(r.k); break;
-    case 1: fill<8, 1, 16>(r.k); break;
-    case 2: fill<8, 2, 8>(r.k); break;
-    case 3: fill<12, 1, 8>(r.k); break;
+    case 0: fill<16, 1, 8>(r); break;
+    case 1: fill<8, 1, 16>(r); break;
+    case 2: fill<8, 2, 8>(r); break;
+    case 3: fill<12, 1, 8>(r); break;
     default: break;
   }
   return r;

@@ -131,6 +131,8 @@ void CudaBackend::prepare(const plan::Plan& plan, const runtime::WeightStore& we
     for (const auto& gr : groups_) seen |= gr.kind == l->kind() && gr.unit == unit;
     if (!seen) groups_.push_back({l->kind(), unit, 0});
   }
+  // Before load_weights: it sizes the GEMM workspace, which this mode makes larger.
+  cuda::gemm_set_decode_deterministic(opts_.deterministic);
   load_weights();
   // Decode GEMMs may start before the kernel before them ends (they read only weights until
   // griddepcontrol.wait) — not while a streamed weight can still be landing in a slot.

@@ -1,16 +1,17 @@
 #!/bin/bash
 # One device call (issue 6, 2026-12-04 second session): the prefill GEMM's profile on the whole
 # H200 and in the 16-SM green context, SASS of the register-A kernel, plus the kernel tests.
-# Binaries from `.devpack-a` (kb = g4c_gpu_kernels_bench, kt = g4c_gpu_kernels_test).
+# Binaries from `.devpack-a` (kb = g4c_gpu_kernels_bench, kt = g4c_gpu_kernels_test, db / db_old =
+# g4c_gpu_decode_bench of this build / of a build to compare with).
 # Env: TESTS (gtest filter, empty: skip), SHAPE (bench shape substring), M (tokens),
 # BENCH (';'-separated commands), NCU_WHOLE / NCU_GREEN (1: ncu full of the first rs_gemm launch),
-# SAN / SAN_RACE (gtest filters for memcheck / racecheck), SASS (1: cuobjdump of SASS_FN).
+# SAN / SAN_RACE (gtest filters for memcheck / racecheck; SAN_LIMIT seconds each), SASS (1: cuobjdump of SASS_FN).
 # BENCH and PROF entries are eval'd: escape shell characters in values (G4C_BENCH_SHAPE=full\ k,
 # not ->512, whose '>' redirects). PROF's regex matches ncu's demangled names, which spell template
 # arguments as (int)256, so use '.' for the parentheses: rs_gemm_kernel<.int.256, .int.6, ...>.
 O=/tmp/g4c-gp; C=${C:-.devpack-a}; mkdir -p $O /tmp/ab
 t() { tar cf - -C $O . | xz -1 -T0 > $OUT/gp.tar.xz; echo "[gp +${SECONDS}s] $*"; }
-for b in kb kt db; do [ -f $C/$b.xz ] && xz -dc $C/$b.xz > /tmp/ab/$b && chmod +x /tmp/ab/$b; done
+for b in kb kt db db_old; do [ -f $C/$b.xz ] && xz -dc $C/$b.xz > /tmp/ab/$b && chmod +x /tmp/ab/$b; done
 NCUB=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 CUOBJ=$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump 2>/dev/null | head -1)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,clocks.mem --format=csv,noheader | tee $O/smi.txt
@@ -59,12 +60,12 @@ done
 [ "${NCU_GREEN:-0}" = 1 ] && prof green --green 16
 if [ -n "${SAN:-}" ]; then
   t "memcheck $SAN"
-  timeout 240 compute-sanitizer --tool memcheck --leak-check no --error-exitcode 3 /tmp/ab/kt --gtest_filter="$SAN" > $O/memcheck.log 2>&1; echo "memcheck rc=$?"
+  timeout ${SAN_LIMIT:-240} compute-sanitizer --tool memcheck --leak-check no --error-exitcode 3 /tmp/ab/kt --gtest_filter="$SAN" > $O/memcheck.log 2>&1; echo "memcheck rc=$?"
   grep -E "ERROR SUMMARY|FAILED" $O/memcheck.log | tail -3
 fi
 if [ -n "${SAN_RACE:-}" ]; then
   t "racecheck $SAN_RACE"
-  timeout 240 compute-sanitizer --tool racecheck --error-exitcode 3 /tmp/ab/kt --gtest_filter="$SAN_RACE" > $O/racecheck.log 2>&1; echo "racecheck rc=$?"
+  timeout ${SAN_LIMIT:-240} compute-sanitizer --tool racecheck --error-exitcode 3 /tmp/ab/kt --gtest_filter="$SAN_RACE" > $O/racecheck.log 2>&1; echo "racecheck rc=$?"
   grep -E "RACECHECK SUMMARY|FAILED" $O/racecheck.log | tail -2
 fi
 if [ -n "$CUOBJ" ] && [ "${SASS:-0}" = 1 ]; then

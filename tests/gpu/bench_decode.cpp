@@ -99,6 +99,9 @@ int main(int argc, char** argv) {
   // G4C_BENCH_PDL=1: variants launched by programmatic dependent launch (register-direct
   // families; each launch of the graph may then start while the one before it finishes).
   const bool pdl = std::getenv("G4C_BENCH_PDL") && std::string(std::getenv("G4C_BENCH_PDL")) == "1";
+  // G4C_BENCH_DET=1: deterministic mode (DecodeTuning::deterministic; dflt column too).
+  const bool det = std::getenv("G4C_BENCH_DET") && std::string(std::getenv("G4C_BENCH_DET")) == "1";
+  gemm_set_decode_deterministic(det);
 
   // Copy ceiling in this context (1 GiB, read + write).
   double copy_gbs = 0;
@@ -114,8 +117,9 @@ int main(int argc, char** argv) {
     CK(cudaFree(b));
   }
   const int nv = w4a16_decode_num_variants();
-  std::printf("== W4A16 decode GEMM, INT4 sym g128, %d SMs%s%s; copy ceiling %.0f GB/s (read+write, 1 GiB)\n", sms,
-              green ? " (green context)" : "", pdl ? ", variants by programmatic dependent launch" : "", copy_gbs);
+  std::printf("== W4A16 decode GEMM, INT4 sym g128, %d SMs%s%s%s; copy ceiling %.0f GB/s (read+write, 1 GiB)\n", sms,
+              green ? " (green context)" : "", pdl ? ", variants by programmatic dependent launch" : "",
+              det ? ", deterministic mode" : "", copy_gbs);
   for (int v = 0; v < nv; ++v) std::printf("   v%d: %s\n", v, w4a16_decode_variant_info(v).name);
   std::printf("   legacy: split-K ticket kernel of gemm.cu; dflt: w4a16_gemm's dispatch; GB/s and %%copy of the best\n");
   std::printf("%-22s %3s %8s %8s", "shape", "M", "legacy", "dflt");
@@ -162,7 +166,13 @@ int main(int argc, char** argv) {
     CK(dmalloc(&x, size_t(16) * s.k * 2));
     CK(dmalloc(&y, size_t(16) * rows * 2));
     fill_random(x, size_t(16) * s.k * 2, 5, true);
-    const size_t wsb = std::max(w4a16_workspace_bytes(16, w0), w4a16_decode_workspace_bytes(w0));
+    size_t wsb = w4a16_workspace_bytes(16, w0);
+    for (int v = 0; v < nv; ++v) {
+      DecodeTuning t;
+      t.variant = v;
+      t.deterministic = det;
+      wsb = std::max(wsb, w4a16_decode_workspace_bytes(w0, t));
+    }
     void* wsp;
     CK(cudaMalloc(&wsp, wsb));
     CK(cudaMemset(wsp, 0, wsb));
@@ -198,6 +208,7 @@ int main(int argc, char** argv) {
         DecodeTuning t;
         t.variant = v;
         t.pdl = pdl;
+        t.deterministic = det;
         tv[v] = time_graph([&](int i) {
           CK(w4a16_decode(x, m, s.k, ws[i % copies], ep, o, wsp, wsb, t, g_stream));
         }, calls);

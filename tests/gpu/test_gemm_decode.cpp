@@ -2,8 +2,10 @@
 // reference of the lab-format INT4 math (DESIGN.md §3): awkward shapes (n, k tails, k not a
 // multiple of the group), sym/asym, fp16/bf16 scales, group 64/128, all epilogues, output
 // poisoned before each run, and grids forced small (many units and partial tiles per warp) and
-// activation budgets forced small (many k splits through the fp32 workspace).
+// activation budgets forced small (many k splits through the fp32 workspace). The lean family
+// (the default) must also give bitwise the same output run after run.
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -97,6 +99,26 @@ std::string case_name(const Case& c) {
 uint64_t case_seed(const Case& c) {
   return test_seed() ^ 0xdec0de ^ (uint64_t(c.m) << 40) ^ (uint64_t(c.n) << 20) ^ uint64_t(c.k);
 }
+// Workspace for every variant, both modes, under each of `tunings` (grid, activation budget).
+template <size_t N>
+size_t workspace_all(const cuda::Int4Weight& w, const cuda::DecodeTuning (&tunings)[N]) {
+  size_t b = 0;
+  for (cuda::DecodeTuning tu : tunings)
+    for (tu.variant = 0; tu.variant < cuda::w4a16_decode_num_variants(); ++tu.variant)
+      for (bool det : {false, true}) {
+        tu.deterministic = det;
+        b = std::max(b, cuda::w4a16_decode_workspace_bytes(w, tu));
+      }
+  return b;
+}
+cuda::DecodeTuning tuning(int sms, int xcap, bool det = false, bool no_block_sums = false) {
+  cuda::DecodeTuning t;
+  t.sms = sms;
+  t.xcap = xcap;
+  t.deterministic = det;
+  t.no_block_sums = no_block_sums;
+  return t;
+}
 bool all_zero(const DevBuf<uint8_t>& b) {
   const std::vector<uint8_t> h = b.get();
   return std::count(h.begin(), h.end(), uint8_t(0)) == std::ptrdiff_t(h.size());
@@ -108,13 +130,17 @@ void run_case(const Case& c) {
   std::mt19937_64 rng(case_seed(c));
   Prepared p(c, rng);
   G4C_CUDA_OK(cudaGetLastError());
-  const size_t wsb = cuda::w4a16_decode_workspace_bytes(p.w);
+  // Grid tunings: the stream's SMs; 3 SMs (many units, tile changes and partial tiles per
+  // warp); 2 SMs with a 4 KB activation budget (k cut into many splits); 40 SMs with an 8 KB
+  // budget (tiles shared by several blocks in each of several splits); 3 SMs with every tile
+  // through the workspace (lean family: what it does when its block-local sums do not fit).
+  // Each also in deterministic mode (lean family; the others ignore it).
+  const cuda::DecodeTuning tunings[] = {tuning(0, 0),          tuning(3, 0),          tuning(2, 4096),
+                                        tuning(40, 8192),      tuning(3, 0, false, true), tuning(0, 0, true),
+                                        tuning(3, 0, true),    tuning(2, 4096, true), tuning(40, 8192, true)};
+  const size_t wsb = workspace_all(p.w, tunings);
   DevBuf<uint8_t> wsbuf(wsb);
   G4C_CUDA_OK(cudaMemset(wsbuf.p, 0, wsb));
-  // Grid tunings: the stream's SMs; 3 SMs (many units, tile changes and partial tiles per
-  // warp); 2 SMs with a 4 KB activation budget (k cut into many splits); 3 SMs with every tile
-  // through the workspace (lean family: what it does when its block-local sums do not fit).
-  const cuda::DecodeTuning tunings[] = {{-1, 0, 0}, {-1, 3, 0}, {-1, 2, 4096}, {-1, 3, 0, false, true}};
   for (int v = 0; v < cuda::w4a16_decode_num_variants(); ++v) {
     for (cuda::DecodeTuning tu : tunings) {
       tu.variant = v;
@@ -125,14 +151,15 @@ void run_case(const Case& c) {
         size_t bad = 0;
         const double err = p.error(&bad);
         EXPECT_EQ(bad, 0u) << "non-finite outputs (unwritten or NaN): variant " << v << " sms " << tu.sms
-                           << " xcap " << tu.xcap << " rep " << rep;
-        EXPECT_LT(err, p.bound()) << "variant " << v << " sms " << tu.sms << " xcap " << tu.xcap << " rep " << rep;
-        if (rep == 0 && tu.sms == 0 && tu.xcap == 0)
+                           << " xcap " << tu.xcap << " det " << tu.deterministic << " rep " << rep;
+        EXPECT_LT(err, p.bound()) << "variant " << v << " sms " << tu.sms << " xcap " << tu.xcap << " det "
+                                  << tu.deterministic << " rep " << rep;
+        if (rep == 0 && tu.sms == 0 && tu.xcap == 0 && !tu.deterministic)
           std::fprintf(stderr, "[w4dec] v%d %s rel_err %.3e\n", v, nm.c_str(), err);
       }
       // The workspace is left zero (the next GEMM sharing it relies on that).
       EXPECT_TRUE(all_zero(wsbuf)) << "workspace not left zero: variant " << v << " sms " << tu.sms
-                                   << " xcap " << tu.xcap;
+                                   << " xcap " << tu.xcap << " det " << tu.deterministic;
     }
   }
 }
@@ -177,13 +204,17 @@ TEST(GpuW4Decode, WorkspaceSharedWithLegacy) {
   const Case cb{5, 520, 1000, 128, false, true, Epilogue::ResidualAdd};  // streaming partial tiles
   std::mt19937_64 ra(case_seed(ca)), rb(case_seed(cb));
   Prepared a(ca, ra), b(cb, rb);
+  cuda::gemm_set_decode_deterministic(true);  // the runtime sizes its workspace in the mode it runs
   const size_t wsb = std::max(cuda::w4a16_workspace_bytes(16, a.w), cuda::w4a16_workspace_bytes(16, b.w));
+  cuda::gemm_set_decode_deterministic(false);
   DevBuf<uint8_t> ws(wsb);
   G4C_CUDA_OK(cudaMemset(ws.p, 0, wsb));
   cuda::DecodeTuning small;
   small.sms = 3;  // partial tiles through the workspace
-  small.variant = 0;
-  for (int rep = 0; rep < 3; ++rep) {
+  for (int rep = 0; rep < 6; ++rep) {
+    // The bulk-copy family, the lean family (the default) and its deterministic mode.
+    small.variant = rep % 3 ? 14 : 0;
+    small.deterministic = rep % 3 == 2;
     {
       DecodeVariant legacy(2);
       poison(a.y.p, a.y.bytes());
@@ -241,7 +272,8 @@ TEST(GpuW4Decode, PdlWaitsForTheKernelThatWritesX) {
   Prepared p(c, rng);
   DevBuf<bf16> xsrc(p.x.size());
   G4C_CUDA_OK(cudaMemcpy(xsrc.p, p.dx.p, p.dx.bytes(), cudaMemcpyDeviceToDevice));
-  const size_t wsb = cuda::w4a16_decode_workspace_bytes(p.w);
+  const cuda::DecodeTuning dflt[] = {{}};
+  const size_t wsb = workspace_all(p.w, dflt);
   DevBuf<uint8_t> wsbuf(wsb);
   G4C_CUDA_OK(cudaMemset(wsbuf.p, 0, wsb));
   cudaStream_t s;
@@ -264,6 +296,64 @@ TEST(GpuW4Decode, PdlWaitsForTheKernelThatWritesX) {
   G4C_CUDA_OK(cudaStreamDestroy(s));
 }
 
+// Deterministic mode: the lean family sums the parts of a tile in a fixed order (warp order in a
+// block, block order in a split, split order), so the same inputs give bitwise the same output in
+// every run, whichever warp or block finishes first. Cases with tiles shared by many warps,
+// blocks and k splits (the default mode adds them in arrival order, with red.add, and its output
+// varies from run to run).
+TEST(GpuW4Decode, LeanDeterministicModeIsBitwiseReproducible) {
+  G4C_REQUIRE_GPU();
+  const Case cases[] = {{16, 96, 3840, 128, true, false, Epilogue::Store},
+                        {8, 130, 15360, 128, true, false, Epilogue::Store},
+                        {1, 520, 1000, 128, false, true, Epilogue::ResidualAdd},
+                        {12, 72, 6000, 64, true, true, Epilogue::GeluMul}};
+  const cuda::DecodeTuning tunings[] = {tuning(0, 0, true), tuning(3, 0, true), tuning(2, 4096, true),
+                                        tuning(40, 8192, true)};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(case_name(c));
+    std::mt19937_64 rng(case_seed(c));
+    Prepared p(c, rng);
+    const size_t wsb = workspace_all(p.w, tunings);
+    DevBuf<uint8_t> wsbuf(wsb);
+    G4C_CUDA_OK(cudaMemset(wsbuf.p, 0, wsb));
+    for (int v = 14; v < cuda::w4a16_decode_num_variants(); ++v)
+      for (cuda::DecodeTuning tu : tunings) {
+        tu.variant = v;
+        std::vector<bf16> first;
+        int differing = 0;
+        for (int rep = 0; rep < 12; ++rep) {
+          poison(p.y.p, p.y.bytes());
+          G4C_CUDA_OK(cuda::w4a16_decode(p.dx.p, c.m, c.k, p.w, c.ep, p.o, wsbuf.p, wsb, tu, nullptr));
+          G4C_CUDA_OK(cudaDeviceSynchronize());
+          std::vector<bf16> y = p.y.get();
+          if (rep == 0) {
+            size_t bad = 0;
+            EXPECT_LT(p.error(&bad), p.bound()) << "variant " << v << " sms " << tu.sms << " xcap " << tu.xcap;
+            EXPECT_EQ(bad, 0u);
+            first = y;
+          } else if (std::memcmp(y.data(), first.data(), y.size() * sizeof(bf16)) != 0) {
+            ++differing;
+          }
+        }
+        EXPECT_EQ(differing, 0) << "runs differing from the first: variant " << v << " sms " << tu.sms << " xcap "
+                                << tu.xcap;
+        // The same runs in the default (arrival-order) mode, for the record: how often it differs.
+        tu.deterministic = false;
+        int arrival_differing = 0;
+        for (int rep = 0; rep < 12; ++rep) {
+          G4C_CUDA_OK(cuda::w4a16_decode(p.dx.p, c.m, c.k, p.w, c.ep, p.o, wsbuf.p, wsb, tu, nullptr));
+          G4C_CUDA_OK(cudaDeviceSynchronize());
+          const std::vector<bf16> y = p.y.get();
+          if (rep == 0) first = y;
+          else arrival_differing += std::memcmp(y.data(), first.data(), y.size() * sizeof(bf16)) != 0;
+        }
+        if (v == 14)
+          std::printf("[ measured ] %s v14 sms %d xcap %d: arrival-order mode, %d of 11 runs differ from the first\n",
+                      case_name(c).c_str(), tu.sms, tu.xcap, arrival_differing);
+      }
+  }
+}
+
 TEST(GpuW4Decode, RejectsBadArguments) {
   G4C_REQUIRE_GPU();
   cuda::Int4Weight w;
@@ -272,8 +362,13 @@ TEST(GpuW4Decode, RejectsBadArguments) {
   cuda::GemmOut o;
   EXPECT_EQ(cuda::w4a16_decode(nullptr, 17, 128, w, Epilogue::Store, o, ws.p, ws.bytes(), {}, nullptr),
             cudaErrorInvalidValue);
-  EXPECT_EQ(cuda::w4a16_decode(nullptr, 1, 128, w, Epilogue::Store, o, ws.p, ws.bytes() - 4, {}, nullptr),
-            cudaErrorInvalidValue);
+  // Room for the tile counters only, no partial-sum slot (every variant needs at least one).
+  for (int v : {0, 14, -14}) {
+    cuda::DecodeTuning t = tuning(0, 0, v < 0);
+    t.variant = v < 0 ? -v : v;
+    EXPECT_EQ(cuda::w4a16_decode(nullptr, 1, 128, w, Epilogue::Store, o, ws.p, 256, t, nullptr),
+              cudaErrorInvalidValue) << v;
+  }
   cuda::DecodeTuning t;
   t.variant = cuda::w4a16_decode_num_variants();
   EXPECT_EQ(cuda::w4a16_decode(nullptr, 1, 128, w, Epilogue::Store, o, ws.p, ws.bytes(), t, nullptr),

@@ -564,13 +564,20 @@ TEST(CudaBackend, StreamedLayersWithSiblingFusionAreBitwiseEqual) {
 
 // q/k/v (q/k on k_eq_v layers) as one GEMM over concatenated weights vs three GEMMs: the GEMM
 // may split K differently for the wider N, so fp32 sums differ in order: bf16-rounding-level
-// differences, the bf16 bars of the golden test (top-1 >= 99%, mean |dlogit| <= 0.06).
+// differences, the bf16 bars of the golden test (top-1 >= 99%, mean |dlogit| <= 0.06). Both in
+// deterministic decode mode, so each side's logits are the same run after run (checked) and the
+// comparison is one fixed figure: in the default mode the INT4 decode GEMM adds split-K parts in
+// arrival order, and the asymmetric chunk-1 top-1 of this test moved between 0.9838 and 1.0
+// from run to run (H200, 2026-12-04). In deterministic mode all six cases measured max |dlogit|
+// 0 (H200, 2026-12-04, fifth session): on the tiny model's short k every tile's parts are added
+// in group order whichever way the wider GEMM splits its units.
 TEST(CudaBackend, SiblingFusionMatchesSeparateGemms) {
   REQUIRE_GPU();
   auto gd = golden_dir();
   if (gd.empty()) GTEST_SKIP() << "goldens absent";
   Golden g{models::SafetensorsFile::open(gd / "golden_logits.safetensors")};
-  runtime::CudaOptions fused;
+  runtime::CudaOptions separate, fused;
+  separate.deterministic = fused.deterministic = true;
   fused.fuse_siblings = true;
   // BF16 weights (the tiny checkpoint) and INT4 g128 (raw codes concatenated, repacked once).
   // Asymmetric INT4 g64 with BF16 scales too: the zeros rows are concatenated as well.
@@ -578,11 +585,15 @@ TEST(CudaBackend, SiblingFusionMatchesSeparateGemms) {
   const fs::path int4a = write_int4_tiny("siblings_asym", false, g4c::DType::BF16, 64);
   for (const fs::path& dir : {tiny_dir(), int4, int4a})
     for (int chunk : {0, 1}) {  // chunk 1: every step is decode-sized (m = 1: the streaming GEMM)
-      auto a = open_cuda(dir), b = open_cuda(dir, fused);
+      auto a = open_cuda(dir, separate), b = open_cuda(dir, fused);
       Compare c;
       for (const char* p : {"p0", "p1", "p2"}) {
         auto ids = g.ids(p);
         auto la = a->logits(ids, chunk), lb = b->logits(ids, chunk);
+        auto la2 = a->logits(ids, chunk);
+        ASSERT_EQ(la.size(), la2.size());
+        EXPECT_EQ(std::memcmp(la.data(), la2.data(), la.size() * 4), 0)
+            << dir.filename() << " chunk " << chunk << " " << p << ": deterministic mode, a second run differs";
         c.add(lb.data(), la.data(), int(ids.size()), a->vocab_size());
       }
       std::printf("[ measured ] %s chunk %d: sibling fusion vs separate GEMMs: top-1 %.4f mean |dlogit| %.4g max %.4g\n",
