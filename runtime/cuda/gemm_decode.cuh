@@ -11,8 +11,8 @@
 // multiplies with mma.sync m16n8k16. A tile a warp owns entirely gets its epilogue straight
 // from registers; partial tiles (range ends, S > 1) add into an fp32 workspace with vector
 // reductions and the warp that completes the tile's group count applies the epilogue (these
-// additions happen in arrival order; the lean family's default variants add in a fixed order
-// instead, see gemm_decode_lean.cu).
+// additions happen in arrival order, so the last bit can differ between runs; the lean family's
+// opt-in deterministic mode, DecodeTuning::deterministic, adds them in a fixed order).
 // Measured (BENCHMARKS.md "W4A16 decode GEMM"): 1.3–3.9× the legacy kernel on 16 SMs, up to
 // 2.8× on 132 SMs for m ≥ 4, but still 10–40% of copy bandwidth: per-warp latency bound.
 // Variants 10–13 (gemm_decode_ldg.cu) and 14–17 (gemm_decode_lean.cu, the default) keep the

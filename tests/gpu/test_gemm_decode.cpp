@@ -2,8 +2,9 @@
 // reference of the lab-format INT4 math (DESIGN.md §3): awkward shapes (n, k tails, k not a
 // multiple of the group), sym/asym, fp16/bf16 scales, group 64/128, all epilogues, output
 // poisoned before each run, and grids forced small (many units and partial tiles per warp) and
-// activation budgets forced small (many k splits through the fp32 workspace). The lean family
-// (the default) must also give bitwise the same output run after run.
+// activation budgets forced small (many k splits through the fp32 workspace), in both
+// summation modes. The lean family's deterministic mode must also give bitwise the same output
+// run after run.
 #include <algorithm>
 #include <cstring>
 #include <functional>
