@@ -342,7 +342,7 @@ void add_bench_command(CLI::App& app) {
                 "cuda: q/k/v (Linears reading one input) as one GEMM over concatenated weights (on by default)");
   cmd->add_flag("--deterministic", a->dev.deterministic,
                 "cuda: decode GEMMs sum their parts in a fixed order, so a run's tokens and logits repeat "
-                "exactly (slower; off by default)");
+                "exactly (off by default)");
   cmd->add_option("--budget", a->dev.budget, "whole-process device bytes, e.g. 9984MiB (cuda)")->capture_default_str();
   cmd->add_option("--trace", a->dev.trace, "Chrome-trace JSON (cuda)");
   cmd->callback([a] { run_bench(*a); });

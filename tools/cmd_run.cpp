@@ -137,7 +137,7 @@ void add_run_command(CLI::App& app) {
                 "cuda: q/k/v (Linears reading one input) as one GEMM over concatenated weights (on by default)");
   cmd->add_flag("--deterministic", args->dev.deterministic,
                 "cuda: decode GEMMs sum their parts in a fixed order, so a run's tokens and logits repeat "
-                "exactly (slower; off by default)");
+                "exactly (off by default)");
   cmd->add_option("--budget", args->dev.budget, "cuda: device memory budget of the whole process (MiB, or 10GB/9.75GiB; 0 = none)")
       ->capture_default_str();
   cmd->add_option("--trace", args->dev.trace, "cuda: write a Chrome-trace JSON (Perfetto) of steps, kernels, copies, graphs");

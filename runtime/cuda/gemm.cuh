@@ -140,7 +140,7 @@ void gemm_set_decode_variant(int v);
 // — on or off, process-wide, not thread-safe. The CUDA backend turns it on when nothing streams.
 void gemm_set_decode_pdl(bool on);
 // w4a16_gemm's decode launches in deterministic mode (DecodeTuning::deterministic: bitwise the
-// same output run after run; slower, BENCHMARKS.md) — process-wide, not thread-safe. Set it
+// same output run after run; speed in BENCHMARKS.md) — process-wide, not thread-safe. Set it
 // before sizing workspaces with w4a16_workspace_bytes (the mode needs more).
 void gemm_set_decode_deterministic(bool on);
 

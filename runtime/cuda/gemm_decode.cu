@@ -375,16 +375,6 @@ Plan make_plan(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms,
     a.tsm = 1;  // smem_for counts the tile sums when tsm is set
     a.tsm = smem_for(vi, a, det) <= smem_max;
   }
-  if (det) {
-    // Slots per (split, tile), in tsm: block rb starts at ⌊U·rb/br⌋ (U = ntiles·gs units in the
-    // split); a block starting inside a tile [u0, u0 + gs) is at most
-    // ⌈(u0 + gs)·br/U⌉ − ⌈(u0 + 1)·br/U⌉ ≤ ⌈(gs − 1)·br/U⌉ blocks after the one holding u0.
-    a.tsm = 1;
-    for (int s = 0; s < a.S; ++s) {
-      const long gs = std::min(a.gps, a.ngroups - s * a.gps), U = long(a.ntiles) * gs;
-      a.tsm = std::max(a.tsm, int(1 + ((gs - 1) * a.br + U - 1) / U));
-    }
-  }
   p.blocks = a.S * a.br;
   p.smem = smem_for(vi, a, det);
   return p;
@@ -412,11 +402,11 @@ DecodeVariantInfo w4a16_decode_variant_info(int v) { return variant(v).info; }
 
 namespace {
 // Workspace: tile counters [ntiles, even] (256-aligned), then fp32 slots of 16 × 16, all zero
-// between launches: one per tile; the lean family's deterministic mode [S][ntiles][hs].
+// between launches: one per tile; the lean family's deterministic mode one per (split, tile).
 size_t counters_bytes(const Int4Weight& w) { return ((w.n + 31) / 32 * 2 * 4 + 255) / 256 * 256; }
 size_t workspace_need(const Int4Weight& w, const DecodeVariantInfo& vi, const Plan& p, bool det) {
   const size_t ntiles = (w.n + 31) / 32 * 2;
-  const size_t slots = vi.family == 2 && det ? size_t(p.a.S) * ntiles * size_t(p.a.tsm) : ntiles;
+  const size_t slots = vi.family == 2 && det ? size_t(p.a.S) * ntiles : ntiles;
   return counters_bytes(w) + slots * 16 * 16 * 4;
 }
 }  // namespace

@@ -49,9 +49,9 @@ struct DecodeTuning {
   // Σx or the workspace or writes y. Only for weights nothing in flight writes (not streamed).
   bool pdl = false;
   // Lean family (14–17; others ignore it): sum the parts of a tile in a fixed order, so the output
-  // is bitwise the same in every run with the same inputs, plan and SM count (not the default:
-  // measured slower, BENCHMARKS.md). Needs the larger workspace w4a16_decode_workspace_bytes
-  // gives for it.
+  // is bitwise the same in every run with the same inputs, plan and SM count (block ranges hold
+  // whole tiles; speed vs arrival order in BENCHMARKS.md). Needs the larger workspace
+  // w4a16_decode_workspace_bytes gives for it.
   bool deterministic = false;
   // Lean family only, arrival-order mode (tests): every tile through the fp32 workspace, as when
   // the block-local tile sums do not fit in shared memory.
@@ -59,7 +59,7 @@ struct DecodeTuning {
 };
 
 // Workspace: int tile counters, then fp32 partial-sum slots of 16 × 16 (one per tile; in the
-// lean family's deterministic mode a few per (k split, tile)). Must be ZERO before first use
+// lean family's deterministic mode one per (k split, tile)). Must be ZERO before first use
 // (cudaMemset once); launches leave it zero. Enough for any m ≤ 16 with variant
 // `tuning.variant` (−1: any variant w4a16_decode_choice picks) on `tuning.sms` SMs (0: the
 // device's) at activation budget `tuning.xcap`, in mode `tuning.deterministic`. Not shared by

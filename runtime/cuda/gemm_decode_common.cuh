@@ -61,10 +61,8 @@ struct DecArgs {
   int mrows;  // min(m, 16)
   int xrow;   // bytes per activation row in smem (gps·G·2 + 16)
   int tsm;    // lean family: 1 = tiles inside a block are summed in shared memory, 0 = all tiles
-              // through the workspace (their shared memory would not fit). Deterministic mode:
-              // workspace slots per (split, tile), 1 + the most blocks that can start strictly
-              // inside a tile's units of one split (one field: a larger argument block, passed
-              // to the out-of-line flush, made the arrival-order kernels spill).
+              // through the workspace (their shared memory would not fit). Unused in the
+              // deterministic mode.
 };
 
 // Activation slice k ∈ [k0, k0+klen) of rows < mrows → smem, in the lane order of the mma B

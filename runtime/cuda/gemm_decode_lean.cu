@@ -18,16 +18,16 @@
 //    epilogue after one barrier; only the ≤ 2 tiles a block shares with its neighbours (and every
 //    tile when k is split) go through the fp32 workspace (red.global) and tile counters;
 //  - deterministic mode (DET, DecodeTuning::deterministic): a split's sums are formed in a fixed
-//    order, so the output does not depend on which warp or block finishes first. A tile a warp
-//    holds whole gets its epilogue (or, k split, its split's slot) straight from registers; a
-//    warp's partial first and last tiles go to its two shared-memory slots and, after the block's
-//    barrier, the warp holding a shared tile's first unit adds the slots in warp order.
-//    Tiles shared by blocks and k splits meet in the fp32 workspace the same way: per (split,
-//    tile) a few slots, slot 0 written by the block holding the split's first unit of the tile,
-//    slot h by the h-th block after it; the contributor that completes the tile's group count
-//    adds all the tile's slots (unwritten ones hold zero) in (split, slot) order, applies the
-//    epilogue and zeroes what it read. Measured 9–48% slower on 132 SMs and 1–15% on 16
-//    (BENCHMARKS.md), hence not the default.
+//    order, so the output does not depend on which warp or block finishes first. Block ranges
+//    hold whole tiles (no tile shared by blocks of a split). A tile a warp holds whole gets its
+//    epilogue (or, k split, its split's workspace slot) straight from registers; a warp's partial
+//    first and last tiles go to its two shared-memory slots and, after the block's barrier, the
+//    warp holding a shared tile's first unit adds the slots in warp order. With k split, the
+//    contributor completing a tile's group count adds the splits' slots in split order, applies
+//    the epilogue and zeroes them. Measured (BENCHMARKS.md, 2026-12-04): 0–12% faster than
+//    arrival order on 132 SMs for most shapes (no tile shared by blocks), up to 5% slower on
+//    down at M ≥ 4; 0.4–7% slower in the 16-SM context at M ≤ 8. Not the default yet (not
+//    measured end to end in this form).
 // Numerics and accumulation order are the register-direct kernel's: A = exact bf16 (128 + code),
 // two mma chains (even / odd k16 steps) per group, T = chain0 + chain1, acc += s·(T − (128+z)·Σx).
 // The sums of a tile split between warps are added in a different order (fp32, within a bound
@@ -169,12 +169,10 @@ __device__ __noinline__ void lean_flush_red(DecArgs a, EpiArgs e, float* ws, int
   decode_flush_tile<MT>(a, e, ws, counters, tile, done, lane, s.v);
 }
 
-// Workspace slots of tile `tile` in split `split`: fp32 [16 rows][16 tokens] (1 KB) each, tokens
-// < mrows used; slot 0 for the block holding the split's first unit of the tile, slot h for the
-// h-th block after it (a.tsm of them per (split, tile) in this mode: the most blocks that can
-// start inside a tile). Slots nobody writes stay zero.
-__device__ __forceinline__ float* lean_slot(const DecArgs& a, float* ws, int split, int tile, int h) {
-  return ws + ((long(split) * ((a.ntiles + 1) & ~1) + tile) * a.tsm + h) * 256;
+// Workspace slot of tile `tile`'s part in split `split`: fp32 [16 rows][16 tokens] (1 KB), tokens
+// < mrows used (deterministic mode: the one block of the split holding the tile writes it).
+__device__ __forceinline__ float* lean_slot(const DecArgs& a, float* ws, int split, int tile) {
+  return ws + (long(split) * ((a.ntiles + 1) & ~1) + tile) * 256;
 }
 
 // The lane's sums v of a tile → workspace slot `slot` (tokens < mrows).
@@ -200,11 +198,9 @@ __device__ __forceinline__ bool lean_count(const DecArgs& a, int* counters, int 
   return __shfl_sync(0xffffffffu, last, 0) != 0;
 }
 
-// The complete tile: its slots in (split, slot) order, i.e. per split the block holding the
-// split's first unit of the tile, then the blocks starting inside the tile in block order (an
-// empty block's slot holds zero); loads of KB slots in flight together. Zeroes what it read,
-// resets the counter, applies the epilogue. Out of line and reached only by the finishing
-// contributor (its registers cost the main loop nothing).
+// The complete tile: its k splits' slots in split order, loads of KB slots in flight together.
+// Zeroes what it read, resets the counter, applies the epilogue. Out of line and reached only by
+// the finishing contributor (its registers cost the main loop nothing).
 template <int MT>
 __device__ __noinline__ void lean_finish_tile(DecArgs a, EpiArgs e, float* ws, int* counters, int tile, int lane) {
   __threadfence();
@@ -212,21 +208,18 @@ __device__ __noinline__ void lean_finish_tile(DecArgs a, EpiArgs e, float* ws, i
   TileSums<MT> v;
 #pragma unroll
   for (int j = 0; j < MT; ++j) v.v[j][0] = v.v[j][1] = v.v[j][2] = v.v[j][3] = 0.f;
-  // All a.S · a.tsm slots (the unwritten ones hold zero), KB loads in flight together,
-  // branch-free: past the last slot the loads read slot 0 (valid, already taken) and are
-  // discarded.
+  // Branch-free: past the last split the loads read split 0's slot (valid, already taken) and
+  // are discarded.
   constexpr int KB = 4;
-  const int total = a.S * a.tsm;
-  const long sstride = long((a.ntiles + 1) & ~1) * a.tsm * 256;
-  float* const s00 = lean_slot(a, ws, 0, tile, 0);
-  for (int i0 = 0; i0 < total; i0 += KB) {
+  const long sstride = long((a.ntiles + 1) & ~1) * 256;
+  float* const s00 = lean_slot(a, ws, 0, tile);
+  for (int i0 = 0; i0 < a.S; i0 += KB) {
     float2* p[KB];
     bool ok[KB];
 #pragma unroll
     for (int b = 0; b < KB; ++b) {
-      const int i = i0 + b, sp = i / a.tsm;
-      ok[b] = i < total;
-      p[b] = reinterpret_cast<float2*>(ok[b] ? s00 + sp * sstride + (i - sp * a.tsm) * 256 : s00);
+      ok[b] = i0 + b < a.S;
+      p[b] = reinterpret_cast<float2*>(ok[b] ? s00 + (i0 + b) * sstride : s00);
     }
     float2 x[KB][MT][2];
 #pragma unroll
@@ -267,35 +260,28 @@ __device__ __forceinline__ void lean_flush_global(const DecArgs& a, const EpiArg
   if (lean_count<MT>(a, counters, tile, done, lane)) lean_finish_tile<MT>(a, e, ws, counters, tile, lane);
 }
 
-// Where a block's warps are: block range [ub0, ub1) of its split's units, warp w's range
-// [ub0 + ⌊nb·w/NW⌋, ub0 + ⌊nb·(w+1)/NW⌋), nb = ub1 − ub0.
+// Where a block's warps are (deterministic mode): block range [ub0, ub1) of its split's units, on
+// tile boundaries; warp w's range [ub0 + ⌊nb·w/NW⌋, ub0 + ⌊nb·(w+1)/NW⌋), nb = ub1 − ub0.
 struct BlockPos {
-  int ub0, ub1, split, rb, gs;
-  unsigned U;  // units of the split (ntiles · gs)
+  int ub0, ub1, split, gs;
 };
 
-// The owner of a tile's partial sums in a block: the warp holding the tile's first unit ts (the
-// largest w with ⌊nb·w/NW⌋ ≤ ts − ub0), or NW when ts lies in an earlier block.
-template <int NW>
-__device__ __forceinline__ int lean_owner(const BlockPos& bp, int ts) {
-  const unsigned nb = unsigned(bp.ub1 - bp.ub0);
-  return ts < bp.ub0 ? NW : int((unsigned(ts - bp.ub0 + 1) * NW + nb - 1) / nb) - 1;
-}
-
-// After the block's barrier, tile `tile`'s partial sums in this block sit in the slots of its
-// owner (slot 1) and of the warps starting inside it (slot 0). Adds them in warp order, then
-// applies the epilogue (tile complete, k not split) or passes the block's part on through the
-// workspace. Out of line.
+// After the block's barrier, the partial sums of tile `tile` (inside the block, shared by warps)
+// sit in the slots of its owner, the warp holding its first unit ts (slot 1; the largest w with
+// ⌊nb·w/NW⌋ ≤ ts − ub0), and of the warps starting inside it (slot 0). Adds them in warp order,
+// then applies the epilogue (k not split) or passes the split's part on through the workspace.
+// Out of line.
 template <int MT, int NW>
 __device__ __noinline__ void lean_partial(DecArgs a, EpiArgs e, float* ws, int* counters, const float* wslot,
                                           BlockPos bp, int tile, int lane) {
-  const int gs = bp.gs, ts = tile * gs, first = lean_owner<NW>(bp, ts);
+  const int gs = bp.gs, ts = tile * gs;
   const unsigned nb = unsigned(bp.ub1 - bp.ub0);
+  const int first = int((unsigned(ts - bp.ub0 + 1) * NW + nb - 1) / nb) - 1;
   auto wstart = [&](int wi) { return bp.ub0 + int(nb * unsigned(wi) / NW); };
   TileSums<MT> v;
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) v.v[mt][0] = v.v[mt][1] = v.v[mt][2] = v.v[mt][3] = 0.f;
-  if (first < NW) {
+  {
     const float* p = wslot + (first * 2 + 1) * (4 * MT * 32) + lane;
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
@@ -303,7 +289,7 @@ __device__ __noinline__ void lean_partial(DecArgs a, EpiArgs e, float* ws, int* 
       for (int q = 0; q < 4; ++q) v.v[mt][q] += p[(mt * 4 + q) * 32];
   }
   // Slot 0 of the non-empty warps starting inside the tile, in warp order, 4 warps' loads at a time.
-  for (int w0 = first < NW ? first + 1 : 0; w0 < NW && wstart(w0) < ts + gs; w0 += 4) {
+  for (int w0 = first + 1; w0 < NW && wstart(w0) < ts + gs; w0 += 4) {
     float x[4][MT * 4];
     bool ok[4];
 #pragma unroll
@@ -321,16 +307,11 @@ __device__ __noinline__ void lean_partial(DecArgs a, EpiArgs e, float* ws, int* 
 #pragma unroll
         for (int q = 0; q < 4; ++q) v.v[mt][q] += ok[b] ? x[b][mt * 4 + q] : 0.f;
   }
-  if (first < NW && ts + gs <= bp.ub1 && a.S == 1) {
+  if (a.S == 1) {
     lean_finish<MT>(e, tile, lane, v);
     return;
   }
-  // Workspace slot: 0 if this block holds ts, else this block's rank after the one that does
-  // ([U·rb/br, U·(rb+1)/br) ∋ ts; 32-bit: the host checks U·br < 2^31).
-  const unsigned br = unsigned(a.br);
-  const int h = first < NW ? 0 : bp.rb - (int((unsigned(ts + 1) * br + bp.U - 1) / bp.U) - 1);
-  lean_flush_global<MT>(a, e, ws, counters, tile, min(ts + gs, bp.ub1) - max(ts, bp.ub0),
-                        lean_slot(a, ws, bp.split, tile, h), lane, v);
+  lean_flush_global<MT>(a, e, ws, counters, tile, gs, lean_slot(a, ws, bp.split, tile), lane, v);
 }
 
 // Loading cursor: unit (tile, group gl of the split) → its first chunk, scale pair and zeros.
@@ -363,7 +344,10 @@ __global__ void __launch_bounds__(NW * 32, BPS)
   // 32-bit unsigned arithmetic (w4a16_decode checks U·br < 2^31): 64-bit divisions cost ~100
   // instructions each here.
   const unsigned U = unsigned(a.ntiles) * unsigned(gs), br = unsigned(a.br);
-  const int ub0 = int(U * unsigned(sp.rb) / br), ub1 = int(U * unsigned(sp.rb + 1) / br);
+  // DET: block ranges on tile boundaries (whole tiles per block, ⌊ntiles·rb/br⌋ …), so no tile
+  // is shared by blocks of a split (only by k splits); else ⌊U·rb/br⌋ … (stream-K).
+  const int ub0 = DET ? int(unsigned(a.ntiles) * unsigned(sp.rb) / br) * gs : int(U * unsigned(sp.rb) / br);
+  const int ub1 = DET ? int(unsigned(a.ntiles) * unsigned(sp.rb + 1) / br) * gs : int(U * unsigned(sp.rb + 1) / br);
   const unsigned nb = unsigned(ub1 - ub0);
   const int wa = ub0 + int(nb * unsigned(warp) / NW), wb = ub0 + int(nb * unsigned(warp + 1) / NW);
   const int tf0 = (ub0 + gs - 1) / gs, tf1 = !DET && a.tsm ? ub1 / gs : tf0;  // arrival order: tiles summed in the block
@@ -422,7 +406,7 @@ __global__ void __launch_bounds__(NW * 32, BPS)
   }
   const uint32_t xsp = smem_u32(xsum) + 8 * t, tap = smem_u32(tacc) + 4 * lane;
   const int split = int(blockIdx.x) / a.br;
-  const BlockPos bpos{ub0, ub1, split, sp.rb, gs, U};
+  const BlockPos bpos{ub0, ub1, split, gs};
 
   float acc[MT][4];
 #pragma unroll
@@ -464,7 +448,7 @@ __global__ void __launch_bounds__(NW * 32, BPS)
         for (int q = 0; q < 4; ++q) s2.v[mt][q] = acc[mt][q];
       lean_finish<MT>(e, tile, lane, s2);
     } else {  // the split's part of the tile; counted after the loop (no call in the loop)
-      lean_store_slot<MT>(a, lean_slot(a, ws, split, tile, 0), lane, acc);
+      lean_store_slot<MT>(a, lean_slot(a, ws, split, tile), lane, acc);
     }
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.f;
@@ -550,13 +534,11 @@ __global__ void __launch_bounds__(NW * 32, BPS)
       if (lean_count<MT>(a, counters, tw, gs, lane)) lean_finish_tile<MT>(a, e, ws, counters, tw, lane);
   }
   __syncthreads();
-  // Tiles shared by warps: the one this warp holds the first unit of and goes on past its range,
-  // and (last warp) the block's first tile when it began in an earlier block.
+  // The tile shared by warps whose first unit this warp holds (block ranges hold whole tiles).
   if (wa < wb) {
     const int tb = (wb - 1) / gs;
     if (tb * gs >= wa && (tb + 1) * gs > wb) lean_partial<MT, NW>(a, e, ws, counters, wslot, bpos, tb, lane);
   }
-  if (warp == NW - 1 && ub0 < ub1 && ub0 % gs != 0) lean_partial<MT, NW>(a, e, ws, counters, wslot, bpos, ub0 / gs, lane);
 }
 
 template <int NW, int BPS, int D, bool DET>

@@ -43,7 +43,7 @@ struct CudaOptions {
   // 1.516-1.522 s on the full H200, 7.13 vs 7.10 s emulated, identical tokens (2026-12-02).
   bool fuse_siblings = false;
   // Decode GEMMs in deterministic mode (cuda::gemm_set_decode_deterministic: the same logits run
-  // after run for the same inputs and batch; slower, BENCHMARKS.md). Process-wide while this
+  // after run for the same inputs and batch; speed in BENCHMARKS.md). Process-wide while this
   // backend lives (the last backend opened sets it).
   bool deterministic = false;
   // Activation values in one arena placed by lifetime: -1 when that is >= 4x smaller than one
