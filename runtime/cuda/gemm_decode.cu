@@ -335,6 +335,7 @@ struct Plan {
   DecArgs a;
   int blocks;
   int smem;
+  bool det;  // the lean family's deterministic mode (asked for, and a lean variant)
 };
 
 // det: the lean family's deterministic mode.
@@ -359,6 +360,7 @@ Plan make_plan(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms,
   a.ntiles = (w.n + 15) / 16;
   a.mrows = std::min(m, 16);
   det = det && vi.family == 2;
+  p.det = det;
   const int smem_max = 227 * 1024 / vi.blocks_per_sm - 1024;
   const int xcap = xcap_override > 0 ? xcap_override : vi.xcap_kb * 1024;
   // Fewest splits whose slice fits (xcap and the shared memory left beside the rings).
@@ -404,9 +406,9 @@ namespace {
 // Workspace: tile counters [ntiles, even] (256-aligned), then fp32 slots of 16 × 16, all zero
 // between launches: one per tile; the lean family's deterministic mode one per (split, tile).
 size_t counters_bytes(const Int4Weight& w) { return ((w.n + 31) / 32 * 2 * 4 + 255) / 256 * 256; }
-size_t workspace_need(const Int4Weight& w, const DecodeVariantInfo& vi, const Plan& p, bool det) {
+size_t workspace_need(const Int4Weight& w, const Plan& p) {
   const size_t ntiles = (w.n + 31) / 32 * 2;
-  const size_t slots = vi.family == 2 && det ? size_t(p.a.S) * ntiles : ntiles;
+  const size_t slots = p.det ? size_t(p.a.S) * ntiles : ntiles;
   return counters_bytes(w) + slots * 16 * 16 * 4;
 }
 }  // namespace
@@ -418,9 +420,7 @@ size_t w4a16_decode_workspace_bytes(const Int4Weight& w, const DecodeTuning& tun
     // Default: the variants w4a16_decode_choice picks (the legacy kernel sizes its own part).
     if (tuning.variant >= 0 ? v != tuning.variant : v != 11 && v != 14 && v != 17) continue;
     for (int m = 1; m <= 16; ++m)
-      need = std::max(need, workspace_need(w, variant(v).info,
-                                           make_plan(m, w, variant(v).info, sms, tuning.xcap, tuning.deterministic),
-                                           tuning.deterministic));
+      need = std::max(need, workspace_need(w, make_plan(m, w, variant(v).info, sms, tuning.xcap, tuning.deterministic)));
   }
   return need;
 }
@@ -434,9 +434,9 @@ cudaError_t w4a16_decode(const bf16* x, int m, int ldx, const Int4Weight& w, Epi
   if (vi >= kNumVariants) return cudaErrorInvalidValue;
   const Variant& v = variant(vi);
   const int sms = tuning.sms > 0 ? tuning.sms : gemm_stream_sms(stream);
-  const bool det = tuning.deterministic && v.info.family == 2;
-  const Plan p = make_plan(m, w, v.info, sms, tuning.xcap, det);
-  if (!workspace || workspace_bytes < workspace_need(w, v.info, p, det)) return cudaErrorInvalidValue;
+  const Plan p = make_plan(m, w, v.info, sms, tuning.xcap, tuning.deterministic);
+  const bool det = p.det;
+  if (!workspace || workspace_bytes < workspace_need(w, p)) return cudaErrorInvalidValue;
   if (w.group != 64 && w.group != 128) return cudaErrorInvalidValue;
   const int mi = m <= 8 ? 0 : 1, gi = w.group / 64 - 1;
   const int ai = w.zeros != nullptr;

@@ -114,12 +114,12 @@ __device__ __forceinline__ void load_x_slice(const bf16* __restrict__ x, int ldx
 // Where block blockIdx.x works: its k split (first group g0, gs groups) and its rank rb among
 // the split's a.br blocks.
 struct SplitPos {
-  int rb, g0, gs;
+  int rb, g0, gs, split;
 };
 __device__ __forceinline__ SplitPos decode_split_pos(const DecArgs& a) {
   const int split = blockIdx.x / a.br;
   const int g0 = split * a.gps;
-  return SplitPos{int(blockIdx.x) - split * a.br, g0, min(a.gps, a.ngroups - g0)};
+  return SplitPos{int(blockIdx.x) - split * a.br, g0, min(a.gps, a.ngroups - g0), split};
 }
 
 // The lane's B fragments of 64-chunk `cl` of the split's activation slice (rows ≥ mrows zero).

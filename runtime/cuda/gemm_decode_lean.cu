@@ -190,7 +190,6 @@ __device__ __forceinline__ void lean_store_slot(const DecArgs& a, float* slot, i
 }
 // `done` more groups of tile `tile` are in the workspace (stores fenced by the caller); true for
 // the contributor that completes the tile's group count.
-template <int MT>
 __device__ __forceinline__ bool lean_count(const DecArgs& a, int* counters, int tile, int done, int lane) {
   __syncwarp();
   int last = 0;
@@ -257,7 +256,7 @@ __device__ __forceinline__ void lean_flush_global(const DecArgs& a, const EpiArg
                                                   int tile, int done, float* slot, int lane, const TileSums<MT>& s) {
   lean_store_slot<MT>(a, slot, lane, s.v);
   __threadfence();
-  if (lean_count<MT>(a, counters, tile, done, lane)) lean_finish_tile<MT>(a, e, ws, counters, tile, lane);
+  if (lean_count(a, counters, tile, done, lane)) lean_finish_tile<MT>(a, e, ws, counters, tile, lane);
 }
 
 // Where a block's warps are (deterministic mode): block range [ub0, ub1) of its split's units, on
@@ -351,7 +350,7 @@ __global__ void __launch_bounds__(NW * 32, BPS)
   const unsigned nb = unsigned(ub1 - ub0);
   const int wa = ub0 + int(nb * unsigned(warp) / NW), wb = ub0 + int(nb * unsigned(warp + 1) / NW);
   const int tf0 = (ub0 + gs - 1) / gs, tf1 = !DET && a.tsm ? ub1 / gs : tf0;  // arrival order: tiles summed in the block
-  const int ntf = DET ? 0 : max(0, tf1 - tf0);
+  const int ntf = max(0, tf1 - tf0);
   const int kc_n = w.kp / 64;
   const uint64_t pol = evict_first_policy();
   const long qjump = long(kc_n - gs * CPG) * 32;  // uint4 from past a split's last chunk to the next tile's
@@ -405,7 +404,7 @@ __global__ void __launch_bounds__(NW * 32, BPS)
     xrp[mt] = smem_u32(xs) + (row < a.mrows ? row : a.mrows) * a.xrow + t * 32;
   }
   const uint32_t xsp = smem_u32(xsum) + 8 * t, tap = smem_u32(tacc) + 4 * lane;
-  const int split = int(blockIdx.x) / a.br;
+  const int split = sp.split;
   const BlockPos bpos{ub0, ub1, split, gs};
 
   float acc[MT][4];
@@ -531,7 +530,7 @@ __global__ void __launch_bounds__(NW * 32, BPS)
   if (a.S > 1 && wa < wb) {
     __threadfence();
     for (int tw = (wa + gs - 1) / gs; (tw + 1) * gs <= wb; ++tw)
-      if (lean_count<MT>(a, counters, tw, gs, lane)) lean_finish_tile<MT>(a, e, ws, counters, tw, lane);
+      if (lean_count(a, counters, tw, gs, lane)) lean_finish_tile<MT>(a, e, ws, counters, tw, lane);
   }
   __syncthreads();
   // The tile shared by warps whose first unit this warp holds (block ranges hold whole tiles).
