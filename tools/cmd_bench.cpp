@@ -343,6 +343,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--deterministic", a->dev.deterministic,
                 "cuda: decode GEMMs sum their parts in a fixed order, so a run's tokens and logits repeat "
                 "exactly (off by default)");
+  cmd->add_flag("--whole-tiles,!--no-whole-tiles", a->dev.whole_tiles,
+                "cuda: decode GEMMs give their blocks whole 16-row tiles where that was measured faster "
+                "(on by default; --no-whole-tiles: stream-K ranges everywhere)");
   cmd->add_option("--budget", a->dev.budget, "whole-process device bytes, e.g. 9984MiB (cuda)")->capture_default_str();
   cmd->add_option("--trace", a->dev.trace, "Chrome-trace JSON (cuda)");
   cmd->callback([a] { run_bench(*a); });

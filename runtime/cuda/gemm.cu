@@ -532,16 +532,24 @@ void gemm_set_decode_variant(int v) { g_decode_variant = v; }
 namespace {
 bool g_decode_pdl = false;
 bool g_decode_det = false;
+int g_decode_whole_tiles = -1;
+DecodeTuning decode_tuning(int variant) {
+  DecodeTuning t;
+  t.variant = variant;
+  t.pdl = g_decode_pdl;
+  t.deterministic = g_decode_det;
+  t.whole_tiles = g_decode_whole_tiles;
+  return t;
 }
+}  // namespace
 void gemm_set_decode_pdl(bool on) { g_decode_pdl = on; }
 void gemm_set_decode_deterministic(bool on) { g_decode_det = on; }
+void gemm_set_decode_whole_tiles(int mode) { g_decode_whole_tiles = mode; }
 
 size_t w4a16_workspace_bytes(int m, const Int4Weight& w) {
   if (m > 16) return 0;
   const DecodePlan p = decode_plan(m, w);
-  DecodeTuning t;
-  t.deterministic = g_decode_det;
-  const size_t stream_ws = w4a16_decode_workspace_bytes(w, t);  // gemm_decode.cu
+  const size_t stream_ws = w4a16_decode_workspace_bytes(w, decode_tuning(-1));  // gemm_decode.cu
   if (p.splits <= 1) return stream_ws;
   return std::max(stream_ws, align256(size_t(p.splits) * p.nblk * kDecodeRows * 16 * 4) + align256(size_t(p.nblk) * 4));
 }
@@ -554,7 +562,7 @@ cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilo
   if (m <= 16) {
     if (g_decode_variant == 0) {  // streaming kernels (gemm_decode.cu) where measured faster
       const int v = w4a16_decode_choice(m, w, stream_sms(stream));
-      if (v >= 0) return w4a16_decode(x, m, ldx, w, ep, out, workspace, workspace_bytes, DecodeTuning{v, 0, 0, g_decode_pdl, g_decode_det}, stream);
+      if (v >= 0) return w4a16_decode(x, m, ldx, w, ep, out, workspace, workspace_bytes, decode_tuning(v), stream);
     }
     const DecodePlan p = decode_plan(m, w);
     float* ws = nullptr;

@@ -335,7 +335,7 @@ struct Plan {
   DecArgs a;
   int blocks;
   int smem;
-  bool det;  // the lean family's deterministic mode (asked for, and a lean variant)
+  bool det;  // fixed-order sums (the lean family's deterministic kernels): asked for, or the whole_tiles rule
 };
 
 // det: the lean family's deterministic mode.
@@ -351,7 +351,7 @@ int smem_for(const DecodeVariantInfo& vi, const DecArgs& a, bool det) {
   return bars + ring + a.mrows * a.xrow + a.mrows * a.gps * 4;
 }
 
-Plan make_plan(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms, int xcap_override, bool det) {
+Plan plan_for(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms, int xcap_override, bool det) {
   Plan p;
   DecArgs& a = p.a;
   a.tsm = 0;
@@ -379,6 +379,16 @@ Plan make_plan(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms,
   }
   p.blocks = a.S * a.br;
   p.smem = smem_for(vi, a, det);
+  return p;
+}
+
+// The plan with the summation order DecodeTuning asks for (deterministic, whole_tiles): the
+// lean family sums in fixed order when asked to, or by the whole_tiles rule (evaluated on the
+// arrival-order plan: more than 32 SMs, at most 4 tiles per block of a split).
+Plan make_plan(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms, const DecodeTuning& t) {
+  const Plan p = plan_for(m, w, vi, sms, t.xcap, t.deterministic);
+  if (vi.family != 2 || p.det || t.whole_tiles == 0) return p;
+  if (t.whole_tiles == 1 || (sms > 32 && p.a.ntiles <= 4 * p.a.br)) return plan_for(m, w, vi, sms, t.xcap, true);
   return p;
 }
 
@@ -420,11 +430,17 @@ size_t w4a16_decode_workspace_bytes(const Int4Weight& w, const DecodeTuning& tun
     // Default: the variants w4a16_decode_choice picks (the legacy kernel sizes its own part).
     if (tuning.variant >= 0 ? v != tuning.variant : v != 11 && v != 14 && v != 17) continue;
     for (int m = 1; m <= 16; ++m)
-      need = std::max(need, workspace_need(w, make_plan(m, w, variant(v).info, sms, tuning.xcap, tuning.deterministic)));
+      need = std::max(need, workspace_need(w, make_plan(m, w, variant(v).info, sms, tuning)));
   }
   return need;
 }
 size_t w4a16_decode_workspace_bytes(const Int4Weight& w) { return w4a16_decode_workspace_bytes(w, DecodeTuning{}); }
+
+bool w4a16_decode_whole_tiles(int m, const Int4Weight& w, int sms, const DecodeTuning& tuning) {
+  const int v = tuning.variant >= 0 ? tuning.variant : w4a16_decode_choice(m, w, sms);
+  if (m < 1 || m > 16 || v < 0 || v >= kNumVariants) return false;
+  return make_plan(m, w, variant(v).info, sms, tuning).det;
+}
 
 cudaError_t w4a16_decode(const bf16* x, int m, int ldx, const Int4Weight& w, Epilogue ep,
                          const GemmOut& out, void* workspace, size_t workspace_bytes,
@@ -434,7 +450,7 @@ cudaError_t w4a16_decode(const bf16* x, int m, int ldx, const Int4Weight& w, Epi
   if (vi >= kNumVariants) return cudaErrorInvalidValue;
   const Variant& v = variant(vi);
   const int sms = tuning.sms > 0 ? tuning.sms : gemm_stream_sms(stream);
-  const Plan p = make_plan(m, w, v.info, sms, tuning.xcap, tuning.deterministic);
+  const Plan p = make_plan(m, w, v.info, sms, tuning);
   const bool det = p.det;
   if (!workspace || workspace_bytes < workspace_need(w, p)) return cudaErrorInvalidValue;
   if (w.group != 64 && w.group != 128) return cudaErrorInvalidValue;

@@ -56,7 +56,19 @@ struct DecodeTuning {
   // Lean family only, arrival-order mode (tests): every tile through the fp32 workspace, as when
   // the block-local tile sums do not fit in shared memory.
   bool no_block_sums = false;
+  // Lean family, when not `deterministic`: block ranges on tile boundaries, summed as in the
+  // deterministic mode (so bitwise reproducible too), instead of stream-K ranges summed in
+  // arrival order. -1: where w4a16_decode_whole_tiles says (measured faster there), 0: never (the
+  // arrival-order kernels), 1: always.
+  int whole_tiles = -1;
 };
+
+// The rule of DecodeTuning::whole_tiles = -1: on more than 32 SMs, when a split's blocks get at
+// most 4 tiles each (the 4-16 MB 12B shapes at m <= 8: stream-K ranges share most tiles between
+// blocks there, and the red.global + ticket path costs more than whole tiles lose to imbalance;
+// measured on the H200, BENCHMARKS.md "W4A16 decode GEMM", 2026-12-04). True when the plan of
+// variant `tuning.variant` (-1: w4a16_decode_choice's) for this m and grid sums in fixed order.
+bool w4a16_decode_whole_tiles(int m, const Int4Weight& w, int sms, const DecodeTuning& tuning);
 
 // Workspace: int tile counters, then fp32 partial-sum slots of 16 × 16 (one per tile; in the
 // lean family's deterministic mode one per (k split, tile)). Must be ZERO before first use

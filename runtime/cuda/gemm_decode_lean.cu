@@ -24,10 +24,11 @@
 //    first and last tiles go to its two shared-memory slots and, after the block's barrier, the
 //    warp holding a shared tile's first unit adds the slots in warp order. With k split, the
 //    contributor completing a tile's group count adds the splits' slots in split order, applies
-//    the epilogue and zeroes them. Measured (BENCHMARKS.md, 2026-12-04): 0–12% faster than
-//    arrival order on 132 SMs for most shapes (no tile shared by blocks), up to 5% slower on
-//    down at M ≥ 4; 0.4–7% slower in the 16-SM context at M ≤ 8. Not the default yet (not
-//    measured end to end in this form).
+//    the epilogue and zeroes them. Measured (BENCHMARKS.md, 2026-12-04): 5–12% faster than
+//    arrival order on 132 SMs where a split's blocks get ≤ 4 tiles (no tile shared by blocks),
+//    up to 5% slower on down at M ≥ 4; 0.4–7% slower in the 16-SM context at M ≤ 8. So the
+//    default (DecodeTuning::whole_tiles = -1) takes these kernels on more than 32 SMs when a
+//    split's blocks get ≤ 4 tiles, the arrival-order ones elsewhere.
 // Numerics and accumulation order are the register-direct kernel's: A = exact bf16 (128 + code),
 // two mma chains (even / odd k16 steps) per group, T = chain0 + chain1, acc += s·(T − (128+z)·Σx).
 // The sums of a tile split between warps are added in a different order (fp32, within a bound

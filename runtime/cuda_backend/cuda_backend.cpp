@@ -133,6 +133,7 @@ void CudaBackend::prepare(const plan::Plan& plan, const runtime::WeightStore& we
   }
   // Before load_weights: it sizes the GEMM workspace, which this mode makes larger.
   cuda::gemm_set_decode_deterministic(opts_.deterministic);
+  cuda::gemm_set_decode_whole_tiles(opts_.decode_whole_tiles ? -1 : 0);
   load_weights();
   // Decode GEMMs may start before the kernel before them ends (they read only weights until
   // griddepcontrol.wait) — not while a streamed weight can still be landing in a slot.

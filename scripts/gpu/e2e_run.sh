@@ -2,12 +2,12 @@
 # One device call: the CUDA runtime end to end with the current kernels (issue 6 changes must not
 # change what the runtime computes): CUDA backend GPU tests on the tiny model (HF goldens), then
 # performance_public on the synthetic 12B INT4 (full H200 ×3, emulated 1g.10gb ×1; tokens hash
-# printed; DET=1: also with --deterministic) and `g4c run`. Pack into .devpack-e/: g4c.xz, rt.xz (g4c_gpu_runtime_test),
+# printed; DET / FLAGS / ROUNDS: flag sets compared, below) and `g4c run`. C: the pack folder. Pack into .devpack-e/: g4c.xz, rt.xz (g4c_gpu_runtime_test),
 # perf_public_ids.jsonl, shared/golden/gemma4-tiny/ (see pack_cudart.sh). Logs in $OUT/e2e.tar.xz.
-export G4C_NO_PROGRESS=1 W=/tmp/g4c-bench; C=.devpack-e; O=/tmp/g4c-e2e
+export G4C_NO_PROGRESS=1 W=/tmp/g4c-bench; C=${C:-.devpack-e}; O=/tmp/g4c-e2e
 mkdir -p $O $W/bin
 t() { tar cJf $OUT/e2e.tar.xz -C $O . 2>/dev/null; echo "[e2e +${SECONDS}s] $*"; }  # logs so far kept at each step
-xz -dc $C/g4c.xz > $W/bin/g4c && chmod +x $W/bin/g4c; G=$W/bin/g4c
+[ -f $C/g4c.xz ] && xz -dc $C/g4c.xz > $W/bin/g4c && chmod +x $W/bin/g4c; G=$W/bin/g4c
 if [ -f $C/rt.xz ]; then
   xz -dc $C/rt.xz > /tmp/rt && chmod +x /tmp/rt
   S=/tmp/g4c-e2e-shared; mkdir -p $S/golden/gemma4-tiny
@@ -22,14 +22,20 @@ fi
 if [ -n "${RT_ONLY:-}" ]; then t done; tar cJf $OUT/e2e.tar.xz -C $O .; exit 0; fi
 t "synth 12B int4"
 timeout 90 $G synth --preset gemma4-12b --dtype int4 --group-size 128 --seed 0 -o $W/12b-int4 --no-progress > /dev/null 2>&1; echo "rc=$?"
-# DET=1: each bench also with --deterministic (decode GEMMs summing in a fixed order).
-for det in "" ${DET:+--deterministic}; do
+# Flag sets compared (interleaved, ROUNDS times): DET=1 adds --deterministic (decode GEMMs summing
+# in a fixed order) to the default set; FLAGS=';--no-whole-tiles' (';'-separated) replaces them.
+FL=("")
+[ -n "${DET:-}" ] && FL+=("--deterministic")
+[ -n "${FLAGS:-}" ] && IFS=';' read -ra FL <<< "$FLAGS"
+for r in $(seq ${ROUNDS:-1}); do
+for fl in "${FL[@]}"; do
 for emu in "" "--emulate 1g.10gb"; do
-  tag=public${emu:+-emu}${det:+-det}; rep=3; [ -n "$emu" ] && rep=${EMU_REP:-1}
+  tag=public${emu:+-emu}${fl// /}-r$r; rep=3; [ -n "$emu" ] && rep=${EMU_REP:-1}
   t "bench $tag"
   timeout 120 $G bench --model $W/12b-int4 --input $C/perf_public_ids.jsonl --device cuda --budget 9984MiB --ignore-eos \
-    --batch-size 16 --repeat $rep $emu $det --report $O/$tag.json > $O/$tag.log 2>&1; echo "rc=$?"
-  python3 -c "import json; r=json.load(open('$O/$tag.json')); print('$tag', r['elapsed_s'], 'tpot p50', r['tpot_s']['p50'], 'prefill', r['phases']['prefill']['elapsed_s'], 'decode', r['phases']['decode']['elapsed_s'], 'peak MiB', r['peak_device_bytes'] / 2**20, [x.get('tokens_fnv1a') for x in r['runs']], r['date'])"
+    --batch-size 16 --repeat $rep $emu $fl --report $O/$tag.json > $O/$tag.log 2>&1; echo "rc=$?"
+  python3 -c "import json; r=json.load(open('$O/$tag.json')); print('$tag', r['elapsed_s'], 'tpot p50', r['tpot_s']['p50'], 'prefill', r['phases']['prefill']['elapsed_s'], 'decode', r['phases']['decode']['elapsed_s'], 'peak MiB', r['peak_device_bytes'] / 2**20, [x.get('tokens_fnv1a') for x in r['runs']], [x.get('elapsed_s') for x in r['runs']], r['date'])"
+done
 done
 done
 t "g4c run (compiled plan)"

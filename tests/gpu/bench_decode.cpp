@@ -99,9 +99,22 @@ int main(int argc, char** argv) {
   // G4C_BENCH_PDL=1: variants launched by programmatic dependent launch (register-direct
   // families; each launch of the graph may then start while the one before it finishes).
   const bool pdl = std::getenv("G4C_BENCH_PDL") && std::string(std::getenv("G4C_BENCH_PDL")) == "1";
+  gemm_set_decode_pdl(pdl);  // the dflt column too (as the CUDA runtime launches them)
+  // G4C_BENCH_VARIANTS="14,17": time only these variants (others print 0; "" none): quick A/Bs of
+  // the dflt column.
+  const char* only_variants = std::getenv("G4C_BENCH_VARIANTS");
+  auto timed = [&](int v) {
+    if (!only_variants) return true;
+    const std::string l = std::string(",") + only_variants + ",";
+    return l.find("," + std::to_string(v) + ",") != std::string::npos;
+  };
   // G4C_BENCH_DET=1: deterministic mode (DecodeTuning::deterministic; dflt column too).
   const bool det = std::getenv("G4C_BENCH_DET") && std::string(std::getenv("G4C_BENCH_DET")) == "1";
   gemm_set_decode_deterministic(det);
+  // G4C_BENCH_WHOLE_TILES=-1|0|1: DecodeTuning::whole_tiles (default -1, the rule; 0: stream-K
+  // ranges in arrival order, the kernels before the rule; dflt column too).
+  const int whole = std::getenv("G4C_BENCH_WHOLE_TILES") ? std::atoi(std::getenv("G4C_BENCH_WHOLE_TILES")) : -1;
+  gemm_set_decode_whole_tiles(whole);
 
   // Copy ceiling in this context (1 GiB, read + write).
   double copy_gbs = 0;
@@ -117,14 +130,14 @@ int main(int argc, char** argv) {
     CK(cudaFree(b));
   }
   const int nv = w4a16_decode_num_variants();
-  std::printf("== W4A16 decode GEMM, INT4 sym g128, %d SMs%s%s%s; copy ceiling %.0f GB/s (read+write, 1 GiB)\n", sms,
-              green ? " (green context)" : "", pdl ? ", variants by programmatic dependent launch" : "",
-              det ? ", deterministic mode" : "", copy_gbs);
+  std::printf("== W4A16 decode GEMM, INT4 sym g128, %d SMs%s%s%s, whole tiles %d; copy ceiling %.0f GB/s (read+write, 1 GiB)\n",
+              sms, green ? " (green context)" : "", pdl ? ", variants by programmatic dependent launch" : "",
+              det ? ", deterministic mode" : "", whole, copy_gbs);
   for (int v = 0; v < nv; ++v) std::printf("   v%d: %s\n", v, w4a16_decode_variant_info(v).name);
   std::printf("   legacy: split-K ticket kernel of gemm.cu; dflt: w4a16_gemm's dispatch; GB/s and %%copy of the best\n");
   std::printf("%-22s %3s %8s %8s", "shape", "M", "legacy", "dflt");
   for (int v = 0; v < nv; ++v) std::printf("  %6s%d", "v", v);
-  std::printf(" %5s %8s %7s %7s %9s %8s\n", "best", "best us", "GB/s", "%copy", "x legacy", "copy-same");
+  std::printf(" %5s %8s %7s %7s %9s %8s %3s\n", "best", "best us", "GB/s", "%copy", "x legacy", "copy-same", "wt");
   const size_t pool_bytes = size_t(512) << 20;  // copy of the same bytes, rotated the same way
   char* pool;
   CK(dmalloc(&pool, pool_bytes));
@@ -171,6 +184,7 @@ int main(int argc, char** argv) {
       DecodeTuning t;
       t.variant = v;
       t.deterministic = det;
+      t.whole_tiles = whole;
       wsb = std::max(wsb, w4a16_decode_workspace_bytes(w0, t));
     }
     void* wsp;
@@ -186,6 +200,8 @@ int main(int argc, char** argv) {
       DecodeTuning t;
       int m = 1;
       if (std::sscanf(ncu, "%d,%d", &t.variant, &m) != 2) return 2;
+      t.deterministic = det;
+      t.whole_tiles = whole;
       for (int i = 0; i < 3; ++i) CK(w4a16_decode(x, m, s.k, ws[i % copies], ep, o, wsp, wsb, t, g_stream));
       CK(cudaStreamSynchronize(g_stream));
       std::printf("ncu mode: %s variant %d m %d launched 3 times\n", s.name, t.variant, m);
@@ -205,20 +221,27 @@ int main(int argc, char** argv) {
       const double td = time_graph([&](int i) { CK(w4a16_gemm(x, m, s.k, ws[i % copies], ep, o, wsp, wsb, g_stream)); }, calls);
       std::vector<double> tv(nv);
       for (int v = 0; v < nv; ++v) {
+        tv[v] = 1e30;
+        if (!timed(v)) continue;
         DecodeTuning t;
         t.variant = v;
         t.pdl = pdl;
         t.deterministic = det;
+        t.whole_tiles = whole;
         tv[v] = time_graph([&](int i) {
           CK(w4a16_decode(x, m, s.k, ws[i % copies], ep, o, wsp, wsb, t, g_stream));
         }, calls);
       }
       const int best = int(std::min_element(tv.begin(), tv.end()) - tv.begin());
-      const double gbs = bytes / (tv[best] * 1e-3) / 1e9;
+      const double tb = tv[best] < 1e29 ? tv[best] : td;  // no variant timed: the dflt column
+      const double gbs = bytes / (tb * 1e-3) / 1e9;
       std::printf("%-22s %3d %8.2f %8.2f", s.name, m, tl * 1e3, td * 1e3);
-      for (int v = 0; v < nv; ++v) std::printf("  %7.2f", tv[v] * 1e3);
-      std::printf(" %5s%d %8.2f %7.0f %6.1f%% %8.2fx %8.2f\n", "v", best, tv[best] * 1e3, gbs,
-                  100 * gbs / copy_gbs, tl / tv[best], tcopy * 1e3);
+      for (int v = 0; v < nv; ++v) std::printf("  %7.2f", tv[v] < 1e29 ? tv[v] * 1e3 : 0.0);
+      DecodeTuning tr;  // the dispatched variant's summation order (wt 1: whole tiles, fixed order)
+      tr.deterministic = det;
+      tr.whole_tiles = whole;
+      std::printf(" %5s%d %8.2f %7.0f %6.1f%% %8.2fx %8.2f %3d\n", "v", tv[best] < 1e29 ? best : -1, tb * 1e3, gbs,
+                  100 * gbs / copy_gbs, tl / tb, tcopy * 1e3, int(w4a16_decode_whole_tiles(m, w0, sms, tr)));
       std::fflush(stdout);
     }
     CK(cudaFree(x));

@@ -118,6 +118,7 @@ cuda::DecodeTuning tuning(int sms, int xcap, bool det = false, bool no_block_sum
   t.xcap = xcap;
   t.deterministic = det;
   t.no_block_sums = no_block_sums;
+  t.whole_tiles = 0;  // arrival order when not det (the whole-tile rule picks the det kernels)
   return t;
 }
 bool all_zero(const DevBuf<uint8_t>& b) {
@@ -263,6 +264,38 @@ TEST(GpuW4Decode, DispatchChoice) {
   EXPECT_EQ(cuda::w4a16_decode_choice(17, q, 16), -1);
 }
 
+// DecodeTuning::whole_tiles = -1 (the default): fixed-order whole-tile ranges on more than 32 SMs
+// when a split's blocks get at most 4 tiles (gemm_decode.cuh). Plans computed here by hand for
+// the dispatched variant (v14: xcap 96 KB, 16 warps; v17 at m > 8: 12 warps), 12B shapes, g128.
+TEST(GpuW4Decode, WholeTilesRule) {
+  cuda::Int4Weight q;
+  q.n = 4096; q.k = 3840; q.kp = 3840; q.group = 128;  // 256 tiles, 30 groups
+  cuda::Int4Weight gu = q, down = q;
+  gu.n = 30720;                                          // 1920 tiles
+  down.n = 3840; down.k = down.kp = 15360;               // 240 tiles, 120 groups
+  const cuda::DecodeTuning rule;
+  // m = 1: one split (x slice 2 · (7696 + 120) B fits 96 KB), 132 blocks: 256 <= 4 · 132.
+  EXPECT_TRUE(cuda::w4a16_decode_whole_tiles(1, q, 132, rule));
+  // m = 16 (v17): 17 · 7816 B > 96 KB, so 2 splits of 66 blocks: 256 <= 264.
+  EXPECT_TRUE(cuda::w4a16_decode_whole_tiles(16, q, 132, rule));
+  EXPECT_FALSE(cuda::w4a16_decode_whole_tiles(1, gu, 132, rule));  // 1920 > 528
+  EXPECT_TRUE(cuda::w4a16_decode_whole_tiles(1, down, 132, rule)); // 240 <= 528
+  // m = 8: 3 splits (9 · (10256 + 160) B fits, 2 splits' 140544 B do not), 44 blocks each: 240 > 176.
+  EXPECT_FALSE(cuda::w4a16_decode_whole_tiles(8, down, 132, rule));
+  for (int m : {1, 8, 16}) EXPECT_FALSE(cuda::w4a16_decode_whole_tiles(m, q, 16, rule)) << m;  // <= 32 SMs
+  cuda::DecodeTuning never, always, det, bulk;
+  never.whole_tiles = 0;
+  always.whole_tiles = 1;
+  det.deterministic = true;
+  bulk.variant = 0;  // the bulk-copy family sums in arrival order only
+  bulk.whole_tiles = 1;
+  EXPECT_FALSE(cuda::w4a16_decode_whole_tiles(1, q, 132, never));
+  EXPECT_TRUE(cuda::w4a16_decode_whole_tiles(1, gu, 16, always));
+  EXPECT_TRUE(cuda::w4a16_decode_whole_tiles(1, gu, 16, det));
+  EXPECT_FALSE(cuda::w4a16_decode_whole_tiles(1, q, 132, bulk));
+  EXPECT_FALSE(cuda::w4a16_decode_whole_tiles(17, q, 132, rule));
+}
+
 // Programmatic dependent launch: the GEMM may start while the kernel before it runs, and must
 // not read x until that kernel has finished. The producer sleeps 200 µs before it writes x
 // (poisoned NaN until then), so a GEMM that read x early would produce NaN.
@@ -279,20 +312,22 @@ TEST(GpuW4Decode, PdlWaitsForTheKernelThatWritesX) {
   G4C_CUDA_OK(cudaMemset(wsbuf.p, 0, wsb));
   cudaStream_t s;
   G4C_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  for (int v = 10; v < cuda::w4a16_decode_num_variants(); ++v) {
+  for (int v = 10; v < cuda::w4a16_decode_num_variants(); ++v)
+  for (int whole : {0, 1}) {  // lean family: arrival-order and whole-tile (fixed-order) kernels
     poison(p.dx.p, p.dx.bytes());
     poison(p.y.p, p.y.bytes());
     G4C_CUDA_OK(cudaDeviceSynchronize());
     cuda::DecodeTuning tu;
     tu.variant = v;
     tu.pdl = true;
+    tu.whole_tiles = whole;
     G4C_CUDA_OK(slow_copy(xsrc.p, p.dx.p, p.dx.bytes(), 200000, s));
     G4C_CUDA_OK(cuda::w4a16_decode(p.dx.p, c.m, c.k, p.w, c.ep, p.o, wsbuf.p, wsb, tu, s));
     G4C_CUDA_OK(cudaStreamSynchronize(s));
     size_t bad = 0;
     const double err = p.error(&bad);
-    EXPECT_EQ(bad, 0u) << "variant " << v;
-    EXPECT_LT(err, p.bound()) << "variant " << v;
+    EXPECT_EQ(bad, 0u) << "variant " << v << " whole tiles " << whole;
+    EXPECT_LT(err, p.bound()) << "variant " << v << " whole tiles " << whole;
   }
   G4C_CUDA_OK(cudaStreamDestroy(s));
 }
@@ -341,6 +376,7 @@ TEST(GpuW4Decode, LeanDeterministicModeIsBitwiseReproducible) {
         // The same runs in the default (arrival-order) mode, for the record: how often it differs.
         if (v != 14) continue;
         tu.deterministic = false;
+        tu.whole_tiles = 0;
         int arrival_differing = 0;
         for (int rep = 0; rep < 12; ++rep) {
           G4C_CUDA_OK(cuda::w4a16_decode(p.dx.p, c.m, c.k, p.w, c.ep, p.o, wsbuf.p, wsb, tu, nullptr));
