@@ -102,6 +102,9 @@ const Shape kShapes[] = {
     {"o 4096->3840", 3840, 4096, false},       {"gate+up 3840->2x15360", 15360, 3840, true},
     {"down 15360->3840", 3840, 15360, false},  {"full q 3840->8192", 8192, 3840, false},
     {"full k 3840->512", 512, 3840, false},    {"full o 8192->3840", 3840, 8192, false},
+    // What the CUDA runtime runs by default (sibling fusion): the full layers' q and k as one GEMM
+    // (k_eq_v: no v); the sliding layers' q|k|v is the 3840->8192 shape of "full q".
+    {"full q+k 3840->8704", 8704, 3840, false},
 };
 
 struct PackedSet {  // `copies` repacked copies of one random INT4 weight
