@@ -208,6 +208,11 @@ json bench(const BenchArgs& a) {
                     {"device", a.dev.device},     {"emulate", a.dev.emulate},   {"budget", a.dev.budget},
                     {"token_budget", engine->options().token_budget},
                     {"chunk_tokens", engine->options().chunk_tokens}};
+  if (a.dev.device == "cuda")  // the A/B switches of the CUDA backend, so a report says what ran
+    rep["options"]["cuda"] = {{"pdl", a.dev.pdl},
+                              {"fuse_siblings", a.dev.fuse_siblings},
+                              {"deterministic", a.dev.deterministic},
+                              {"whole_tiles", a.dev.whole_tiles}};
   rep["load_s"] = load_s;
   rep["requests"] = full[0].summary["requests"];
   std::vector<double> el, pel, ttft, tpot;

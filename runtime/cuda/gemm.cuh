@@ -144,8 +144,8 @@ void gemm_set_decode_pdl(bool on);
 // before sizing workspaces with w4a16_workspace_bytes (the mode needs more).
 void gemm_set_decode_deterministic(bool on);
 // w4a16_gemm's decode block ranges (DecodeTuning::whole_tiles): -1 the measured rule (default),
-// 0 stream-K ranges in arrival order everywhere (the kernels before 2026-12-04, sixth session), 1 whole tiles
-// everywhere. Like the mode above, set before sizing workspaces.
+// 0 stream-K ranges in arrival order everywhere (as before 2026-12-04's sixth session), 1 whole
+// tiles everywhere. Like the mode above, set before sizing workspaces.
 void gemm_set_decode_whole_tiles(int mode);
 
 // Same contract with BF16 weights (BF16 path, LM head). m ≤ 16: mma.sync kernel with 16-token

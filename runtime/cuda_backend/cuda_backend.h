@@ -46,9 +46,9 @@ struct CudaOptions {
   // after run for the same inputs and batch; speed in BENCHMARKS.md). Process-wide while this
   // backend lives (the last backend opened sets it).
   bool deterministic = false;
-  // Decode GEMM block ranges on tile boundaries where measured faster (cuda::gemm_set_decode_whole_tiles
-  // -1; false: 0, stream-K ranges summed in arrival order everywhere, as before 2026-12-04's sixth
-  // session). Process-wide like `deterministic`.
+  // Decode GEMMs give their blocks whole tiles where that was measured faster (true:
+  // cuda::gemm_set_decode_whole_tiles(-1)); false: stream-K ranges summed in arrival order
+  // everywhere (0; as before 2026-12-04's sixth session). Process-wide like `deterministic`.
   bool decode_whole_tiles = true;
   // Activation values in one arena placed by lifetime: -1 when that is >= 4x smaller than one
   // buffer per value (compiled plans), 0 never, 1 always (tests compare the two bitwise).

@@ -2,8 +2,10 @@
 # One device call: the CUDA runtime end to end with the current kernels (issue 6 changes must not
 # change what the runtime computes): CUDA backend GPU tests on the tiny model (HF goldens), then
 # performance_public on the synthetic 12B INT4 (full H200 ×3, emulated 1g.10gb ×1; tokens hash
-# printed; DET / FLAGS / ROUNDS: flag sets compared, below) and `g4c run`. C: the pack folder. Pack into .devpack-e/: g4c.xz, rt.xz (g4c_gpu_runtime_test),
-# perf_public_ids.jsonl, shared/golden/gemma4-tiny/ (see pack_cudart.sh). Logs in $OUT/e2e.tar.xz.
+# printed; DET / FLAGS / ROUNDS: flag sets compared, below) and `g4c run`. Pack into $C (default
+# .devpack-e/): g4c.xz, rt.xz (g4c_gpu_runtime_test), perf_public_ids.jsonl,
+# shared/golden/gemma4-tiny/ (see pack_cudart.sh); a pack without g4c.xz or rt.xz skips that part
+# (g4c and rt do not fit one carry together). Logs in $OUT/e2e.tar.xz.
 export G4C_NO_PROGRESS=1 W=/tmp/g4c-bench; C=${C:-.devpack-e}; O=/tmp/g4c-e2e
 mkdir -p $O $W/bin
 t() { tar cJf $OUT/e2e.tar.xz -C $O . 2>/dev/null; echo "[e2e +${SECONDS}s] $*"; }  # logs so far kept at each step

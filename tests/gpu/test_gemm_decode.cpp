@@ -312,22 +312,23 @@ TEST(GpuW4Decode, PdlWaitsForTheKernelThatWritesX) {
   G4C_CUDA_OK(cudaMemset(wsbuf.p, 0, wsb));
   cudaStream_t s;
   G4C_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  for (int v = 10; v < cuda::w4a16_decode_num_variants(); ++v)
-  for (int whole : {0, 1}) {  // lean family: arrival-order and whole-tile (fixed-order) kernels
-    poison(p.dx.p, p.dx.bytes());
-    poison(p.y.p, p.y.bytes());
-    G4C_CUDA_OK(cudaDeviceSynchronize());
-    cuda::DecodeTuning tu;
-    tu.variant = v;
-    tu.pdl = true;
-    tu.whole_tiles = whole;
-    G4C_CUDA_OK(slow_copy(xsrc.p, p.dx.p, p.dx.bytes(), 200000, s));
-    G4C_CUDA_OK(cuda::w4a16_decode(p.dx.p, c.m, c.k, p.w, c.ep, p.o, wsbuf.p, wsb, tu, s));
-    G4C_CUDA_OK(cudaStreamSynchronize(s));
-    size_t bad = 0;
-    const double err = p.error(&bad);
-    EXPECT_EQ(bad, 0u) << "variant " << v << " whole tiles " << whole;
-    EXPECT_LT(err, p.bound()) << "variant " << v << " whole tiles " << whole;
+  for (int v = 10; v < cuda::w4a16_decode_num_variants(); ++v) {
+    for (int whole : {0, 1}) {  // lean family: arrival-order and whole-tile (fixed-order) kernels
+      poison(p.dx.p, p.dx.bytes());
+      poison(p.y.p, p.y.bytes());
+      G4C_CUDA_OK(cudaDeviceSynchronize());
+      cuda::DecodeTuning tu;
+      tu.variant = v;
+      tu.pdl = true;
+      tu.whole_tiles = whole;
+      G4C_CUDA_OK(slow_copy(xsrc.p, p.dx.p, p.dx.bytes(), 200000, s));
+      G4C_CUDA_OK(cuda::w4a16_decode(p.dx.p, c.m, c.k, p.w, c.ep, p.o, wsbuf.p, wsb, tu, s));
+      G4C_CUDA_OK(cudaStreamSynchronize(s));
+      size_t bad = 0;
+      const double err = p.error(&bad);
+      EXPECT_EQ(bad, 0u) << "variant " << v << " whole tiles " << whole;
+      EXPECT_LT(err, p.bound()) << "variant " << v << " whole tiles " << whole;
+    }
   }
   G4C_CUDA_OK(cudaStreamDestroy(s));
 }
