@@ -36,7 +36,7 @@ for emu in "" "--emulate 1g.10gb"; do
   t "bench $tag"
   timeout 120 $G bench --model $W/12b-int4 --input $C/perf_public_ids.jsonl --device cuda --budget 9984MiB --ignore-eos \
     --batch-size 16 --repeat $rep $emu $fl --report $O/$tag.json > $O/$tag.log 2>&1; echo "rc=$?"
-  python3 -c "import json; r=json.load(open('$O/$tag.json')); print('$tag', r['elapsed_s'], 'tpot p50', r['tpot_s']['p50'], 'prefill', r['phases']['prefill']['elapsed_s'], 'decode', r['phases']['decode']['elapsed_s'], 'peak MiB', r['peak_device_bytes'] / 2**20, [x.get('tokens_fnv1a') for x in r['runs']], [x.get('elapsed_s') for x in r['runs']], r['date'])"
+  python3 -c "import json; r=json.load(open('$O/$tag.json')); print('$tag', r['elapsed_s'], 'tpot p50', r['tpot_s']['p50'], 'prefill', r['phases']['prefill']['elapsed_s'], 'decode', r['phases']['decode']['elapsed_s'], 'peak MiB', r['peak_device_bytes'] / 2**20, [x.get('tokens_fnv1a') for x in r['runs']], [x.get('elapsed_s') for x in r['runs']], r['options'].get('cuda'), r['date'])"
 done
 done
 done
