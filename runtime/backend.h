@@ -52,6 +52,11 @@ class Backend {
   // memory (the CPU backend), valid until the next execute()/write_value(); empty otherwise,
   // and read_value then copies it out.
   virtual std::span<const float> host_value(int /*value*/) const { return {}; }
+  // Greedy tokens of an fp32 [rows, cols] value (the logits) after execute(): per row the index
+  // of its largest entry, lowest on ties (runtime::argmax's rule), computed where the value lives
+  // so that only the token ids are copied. Returns rows, or -1 where the backend has no such path
+  // (the caller then reads the value and samples on the host).
+  virtual int argmax_rows(int /*value*/, std::vector<int32_t>* /*out*/) const { return -1; }
   // Overwrites a value's rows (rows × cols floats) for the current batch.
   virtual void write_value(int value, std::span<const float> data) = 0;
 

@@ -176,8 +176,14 @@ std::vector<GenerationResult> Engine::generate(std::vector<GenerationRequest> re
     }
     forward(batch);
     ++stats_.steps;
-    std::vector<float> logits = last_logits();
-    sched.complete(chunks, logits.data(), cfg_.vocab_size, Scheduler::Clock::now());
+    // Greedy rows: the backend's argmax where it has one (only token ids leave the device).
+    std::vector<int32_t> tokens;
+    if (sched.greedy(chunks) && backend_->argmax_rows(plan_->logits_value(), &tokens) >= 0) {
+      sched.complete_tokens(chunks, tokens.data(), Scheduler::Clock::now());
+    } else {
+      std::vector<float> logits = last_logits();
+      sched.complete(chunks, logits.data(), cfg_.vocab_size, Scheduler::Clock::now());
+    }
     collect();
   }
   stats_.preemptions += sched.total_preemptions();

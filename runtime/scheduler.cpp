@@ -168,12 +168,29 @@ std::vector<ScheduledChunk> Scheduler::schedule() {
 
 void Scheduler::complete(const std::vector<ScheduledChunk>& chunks, const float* logits, int vocab,
                          Clock::time_point now) {
+  std::vector<int32_t> tokens;
+  for (const auto& c : chunks) {
+    if (!c.needs_logits) continue;
+    Sequence* s = all_[c.seq].get();
+    tokens.push_back(sample(logits + tokens.size() * vocab, vocab, s->req.sampling, s->rng));
+  }
+  complete_tokens(chunks, tokens.data(), now);
+}
+
+bool Scheduler::greedy(const std::vector<ScheduledChunk>& chunks) const {
+  for (const auto& c : chunks)
+    if (c.needs_logits && all_[c.seq]->req.sampling.temperature > 0.0f) return false;
+  return true;
+}
+
+void Scheduler::complete_tokens(const std::vector<ScheduledChunk>& chunks, const int32_t* tokens,
+                                Clock::time_point now) {
   int row = 0;
   for (const auto& c : chunks) {
     Sequence* s = all_[c.seq].get();
     s->computed += c.num_tokens;
     if (!c.needs_logits) continue;
-    const int32_t tok = sample(logits + size_t(row++) * vocab, vocab, s->req.sampling, s->rng);
+    const int32_t tok = tokens[row++];
     if (s->generated.empty())
       s->prefill_latency = std::chrono::duration<double>(now - s->queued).count();
     else

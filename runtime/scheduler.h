@@ -86,6 +86,12 @@ class Scheduler {
   // Logits (row r for the r-th chunk with needs_logits) of the step just run: samples,
   // appends, finishes and frees.
   void complete(const std::vector<ScheduledChunk>& chunks, const float* logits, int vocab, Clock::time_point now);
+  // The same with the next tokens already chosen (row r's token for the r-th chunk with
+  // needs_logits), e.g. greedy tokens computed on the device.
+  void complete_tokens(const std::vector<ScheduledChunk>& chunks, const int32_t* tokens, Clock::time_point now);
+  // True when every chunk with needs_logits samples greedily (temperature <= 0): its token is
+  // the argmax of its logits row, lowest index on ties.
+  bool greedy(const std::vector<ScheduledChunk>& chunks) const;
   // Results of requests finished since the last call.
   std::vector<GenerationResult> take_finished();
 

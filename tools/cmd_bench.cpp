@@ -212,7 +212,8 @@ json bench(const BenchArgs& a) {
     rep["options"]["cuda"] = {{"pdl", a.dev.pdl},
                               {"fuse_siblings", a.dev.fuse_siblings},
                               {"deterministic", a.dev.deterministic},
-                              {"whole_tiles", a.dev.whole_tiles}};
+                              {"whole_tiles", a.dev.whole_tiles},
+                              {"device_argmax", a.dev.device_argmax}};
   rep["load_s"] = load_s;
   rep["requests"] = full[0].summary["requests"];
   std::vector<double> el, pel, ttft, tpot;
@@ -351,6 +352,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--whole-tiles,!--no-whole-tiles", a->dev.whole_tiles,
                 "cuda: decode GEMMs give their blocks whole 16-row tiles where that was measured faster "
                 "(on by default; --no-whole-tiles: stream-K ranges everywhere)");
+  cmd->add_flag("--device-argmax,!--no-device-argmax", a->dev.device_argmax,
+                "cuda: greedy tokens from an argmax on the device, so only token ids are copied back (on by default)");
   cmd->add_option("--budget", a->dev.budget, "whole-process device bytes, e.g. 9984MiB (cuda)")->capture_default_str();
   cmd->add_option("--trace", a->dev.trace, "Chrome-trace JSON (cuda)");
   cmd->callback([a] { run_bench(*a); });

@@ -141,6 +141,8 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--whole-tiles,!--no-whole-tiles", args->dev.whole_tiles,
                 "cuda: decode GEMMs give their blocks whole 16-row tiles where that was measured faster "
                 "(on by default; --no-whole-tiles: stream-K ranges everywhere)");
+  cmd->add_flag("--device-argmax,!--no-device-argmax", args->dev.device_argmax,
+                "cuda: greedy tokens from an argmax on the device, so only token ids are copied back (on by default)");
   cmd->add_option("--budget", args->dev.budget, "cuda: device memory budget of the whole process (MiB, or 10GB/9.75GiB; 0 = none)")
       ->capture_default_str();
   cmd->add_option("--trace", args->dev.trace, "cuda: write a Chrome-trace JSON (Perfetto) of steps, kernels, copies, graphs");

@@ -76,6 +76,7 @@ class CudaBackend final : public runtime::Backend {
   runtime::KvSizes allocated_kv(const runtime::KvSizes&) const override { return kv_sizes_; }
   void execute(const BatchDesc& batch, int first_step, int last_step) override;
   int read_value(int value, std::vector<float>* out) const override;
+  int argmax_rows(int value, std::vector<int32_t>* out) const override;
   void write_value(int value, std::span<const float> data) override;
   void set_linear_observer(LinearObserver o) override {
     observer_ = std::move(o);
@@ -174,6 +175,7 @@ class CudaBackend final : public runtime::Backend {
   void* meta_dev_ = nullptr;
   unsigned char* meta_host_ = nullptr;  // pinned
   bf16* lm_tmp_ = nullptr;              // LmHead: normed rows [cap_R][H]
+  int32_t* tokens_dev_ = nullptr;       // argmax_rows: [cap_R] (in lm_tmp_'s allocation)
   void* gemm_ws_ = nullptr;
   size_t gemm_ws_bytes_ = 0;
   void* attn_ws_ = nullptr;

@@ -242,6 +242,7 @@ void CudaBackend::ensure_capacity(int T, int S, int R) {
   }
   dfree(meta_dev_);
   dfree(reinterpret_cast<void*&>(lm_tmp_));
+  tokens_dev_ = nullptr;
   dfree(attn_ws_);
   dfree(reinterpret_cast<void*&>(sib_out_));
   grow_buffers(want_T, want_S, want_R);
@@ -291,8 +292,11 @@ void CudaBackend::grow_buffers(int cap_T, int cap_S, int cap_R) {
       arena_bytes_ += align256(vbytes[i]);
     }
   }
-  lm_tmp_ = static_cast<bf16*>(dmalloc(size_t(cap_R) * H_ * 2, "LM head rows"));
-  arena_bytes_ += align256(size_t(cap_R) * H_ * 2);
+  // The LM head's normed rows, then argmax_rows' tokens [cap_R].
+  const size_t lm_bytes = align256(size_t(cap_R) * H_ * 2);
+  lm_tmp_ = static_cast<bf16*>(dmalloc(lm_bytes + align256(size_t(cap_R) * 4), "LM head rows, greedy tokens"));
+  tokens_dev_ = reinterpret_cast<int32_t*>(reinterpret_cast<unsigned char*>(lm_tmp_) + lm_bytes);
+  arena_bytes_ += lm_bytes + align256(size_t(cap_R) * 4);
   if (sib_widest_ > 0) {
     sib_out_ = static_cast<bf16*>(dmalloc(size_t(cap_T) * sib_widest_ * 2, "sibling Linear outputs"));
     arena_bytes_ += align256(size_t(cap_T) * sib_widest_ * 2);
@@ -557,6 +561,33 @@ int CudaBackend::read_value(int value, std::vector<float>* out) const {
       std::memcpy(&(*out)[i], &u, 4);
     }
   }
+  return rows;
+}
+
+// Greedy tokens on the device (cuda::argmax_rows, lowest index on ties as runtime::argmax): a
+// decode step then copies R token ids instead of R × 262144 fp32 logits and the host does not
+// scan them. Measured on the H200 (BENCHMARKS.md "CUDA runtime — 2026-12-04, sixth session").
+int CudaBackend::argmax_rows(int value, std::vector<int32_t>* out) const {
+  const auto& v = values_.at(value);
+  if (!opts_.device_argmax || v.type != VType::F32 || v.rows != fb::RowSpace::LogitRows || !tokens_dev_) return -1;
+  const int rows = shape_.real_R;
+  if (rows > cap_R_) return -1;
+  if (rows > 0) {
+    check(cuda::argmax_rows(static_cast<const float*>(v.ptr), rows, v.cols, v.cols, tokens_dev_, device_->stream()),
+          "argmax_rows");
+    const size_t bytes = size_t(rows) * 4;
+    if (bytes > read_host_bytes_) {
+      if (read_host_) cudaFreeHost(read_host_);
+      read_host_ = nullptr;
+      check(cudaMallocHost(&read_host_, bytes), "cudaMallocHost(argmax_rows)");
+      read_host_bytes_ = bytes;
+    }
+    check(cudaMemcpyAsync(read_host_, tokens_dev_, bytes, cudaMemcpyDeviceToHost, device_->stream()), "argmax_rows copy");
+  }
+  check(cudaStreamSynchronize(device_->stream()), "synchronize in argmax_rows");
+  const_cast<CudaBackend*>(this)->flush_trace();
+  const int32_t* p = static_cast<const int32_t*>(read_host_);
+  out->assign(p, p + rows);
   return rows;
 }
 

@@ -50,6 +50,9 @@ struct CudaOptions {
   // cuda::gemm_set_decode_whole_tiles(-1)); false: stream-K ranges summed in arrival order
   // everywhere (0; as before 2026-12-04's sixth session). Process-wide like `deterministic`.
   bool decode_whole_tiles = true;
+  // Greedy rows take their token from an argmax on the device (Backend::argmax_rows): a step
+  // copies R token ids instead of R × vocab fp32 logits, and the host does not scan them.
+  bool device_argmax = true;
   // Activation values in one arena placed by lifetime: -1 when that is >= 4x smaller than one
   // buffer per value (compiled plans), 0 never, 1 always (tests compare the two bitwise).
   int share_values = -1;

@@ -30,6 +30,7 @@ struct DeviceFlags {
   bool fuse_siblings = true;      // --no-fuse-siblings clears CudaOptions::fuse_siblings (cuda only)
   bool deterministic = false;     // --deterministic sets CudaOptions::deterministic (cuda only)
   bool whole_tiles = true;        // --no-whole-tiles clears CudaOptions::decode_whole_tiles (cuda only)
+  bool device_argmax = true;      // --no-device-argmax clears CudaOptions::device_argmax (cuda only)
   // Set by commands, not flags (cuda only): CudaOptions::stream_last_layers / share_values.
   int stream_last_layers = 0;
   int share_values = -1;
@@ -63,6 +64,7 @@ inline std::unique_ptr<Backend> backend_for_flags(const DeviceFlags& f, const st
   co.fuse_siblings = f.fuse_siblings;
   co.deterministic = f.deterministic;
   co.decode_whole_tiles = f.whole_tiles;
+  co.device_argmax = f.device_argmax;
   return make_cuda_backend(co);
 #else
   (void)model_dir;

@@ -20,6 +20,7 @@
 #include "runtime/cuda_backend/cuda_backend.h"
 #include "runtime/engine.h"
 #include "runtime/plan/reference_builder.h"
+#include "runtime/sampler.h"
 
 using namespace g4c;
 namespace fs = std::filesystem;
@@ -605,3 +606,39 @@ TEST(CudaBackend, SiblingFusionMatchesSeparateGemms) {
   fs::remove_all(int4a);
 }
 
+
+// Greedy generation takes its tokens from the device (Backend::argmax_rows, used by
+// Engine::generate when every row samples greedily): per logits row the token runtime::argmax
+// picks from the row read back (lowest index on ties), for a prefill step of five prompts of
+// different lengths (one logits row each) and the decode step after it.
+TEST(CudaBackend, DeviceArgmaxEqualsHostArgmax) {
+  REQUIRE_GPU();
+  auto e = open_cuda(tiny_dir());
+  const int V = e->vocab_size();
+  const std::vector<std::vector<int32_t>> prompts = {
+      {2, 818, 2050, 6510}, {2, 7750, 327}, {2, 1405, 903, 691, 818, 2050}, {2, 5}, {2, 9, 10, 11, 12}};
+  std::vector<runtime::Engine::SequenceKv> kvs;
+  for (const auto& p : prompts) {
+    kvs.push_back(e->open_sequence());
+    e->grow_sequence(kvs.back(), int(p.size()) + 1);
+  }
+  std::vector<int32_t> next(prompts.size());
+  for (int step = 0; step < 2; ++step) {
+    runtime::BatchDesc b;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      if (step == 0)
+        b.add_sequence(prompts[i].data(), int(prompts[i].size()), 0, kvs[i].ring_slot, &kvs[i].blocks, false, true);
+      else
+        b.add_sequence(&next[i], 1, int(prompts[i].size()), kvs[i].ring_slot, &kvs[i].blocks, false, true);
+    }
+    e->forward(b);
+    std::vector<int32_t> dev;
+    ASSERT_EQ(e->backend().argmax_rows(e->plan()->logits_value(), &dev), int(prompts.size()));
+    const std::vector<float> logits = e->last_logits();
+    ASSERT_EQ(logits.size(), prompts.size() * size_t(V));
+    for (size_t i = 0; i < prompts.size(); ++i)
+      EXPECT_EQ(dev[i], runtime::argmax(logits.data() + i * size_t(V), V)) << "step " << step << " row " << i;
+    next = dev;
+  }
+  for (auto& kv : kvs) e->close_sequence(kv);
+}
