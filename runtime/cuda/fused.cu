@@ -1,7 +1,10 @@
 // Small fused ops (API in fused.cuh).
 #include "runtime/cuda/fused.cuh"
 
+#include <algorithm>
+
 #include "runtime/cuda/common.cuh"
+#include "runtime/cuda/gemm.cuh"  // gemm_stream_sms
 
 namespace g4c::cuda {
 using namespace detail;
@@ -116,7 +119,11 @@ __global__ void add_rmsnorm_kernel(const bf16* __restrict__ x, const bf16* __res
   }
 }
 
-// One warp per (token, head): heads [0, hq) are q, [hq, hq+hkv) k (+ v).
+// A persistent grid of warps over the (token, head) items: heads [0, hq) are q, [hq, hq+hkv) k
+// (+ v). The rotary inverse frequencies are formed once per block into shared memory: they
+// depend on the pair index only, and a double-precision pow per element and item was most of
+// this kernel's time (H200, 2026-12-04, sixth session: 41 µs per layer at 1024 tokens on the
+// whole GPU, 285 µs in the 16-SM slice; BENCHMARKS.md "CUDA runtime — 2026-12-04, sixth session").
 template <int D>
 __global__ void qk_rope_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k_raw,
                                const bf16* __restrict__ v_raw, const bf16* __restrict__ q_w,
@@ -128,69 +135,75 @@ __global__ void qk_rope_kernel(const bf16* __restrict__ q, const bf16* __restric
   // The attention after this kernel may launch now (attention_set_pdl): before it waits for this
   // grid it reads only keys already cached, never Q or the keys written here.
   pdl_trigger();
-  const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  __shared__ float inv_freq[D / 2];
+  for (int j = threadIdx.x; j < D / 2; j += blockDim.x) {
+    // inv_freq as HF computes it on the host in fp32: 1 / powf(θ, fp32(2j) / D).
+    const float e = float(2 * j) / float(D);
+    inv_freq[j] = 1.f / float(pow(double(theta), double(e)));
+  }
+  __syncthreads();
   const int lane = threadIdx.x & 31;
   const int heads = hq + hkv;
-  if (warp >= n * heads) return;
-  const int tok = warp / heads, hd = warp % heads;
-  const bool isq = hd < hq;
-  const int kh = hd - hq;
-  const bf16* src = isq ? q + (long(tok) * hq + hd) * D : k_raw + (long(tok) * hkv + kh) * D;
-  const bf16* w = isq ? q_w : k_w;
-  const float pos = float(positions[tok]);
-  const long slot = isq ? 0 : slots[tok];
+  const long items = long(n) * heads;
+  const long wstride = long(gridDim.x) * (blockDim.x >> 5);
+  for (long item = long(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5); item < items; item += wstride) {
+    const int tok = int(item / heads), hd = int(item % heads);
+    const bool isq = hd < hq;
+    const int kh = hd - hq;
+    const bf16* src = isq ? q + (long(tok) * hq + hd) * D : k_raw + (long(tok) * hkv + kh) * D;
+    const bf16* w = isq ? q_w : k_w;
+    const float pos = float(positions[tok]);
+    const long slot = isq ? 0 : slots[tok];
 
-  float y0[P], y1[P];
-  float ss = 0.f;
+    float y0[P], y1[P];
+    float ss = 0.f;
 #pragma unroll
-  for (int i = 0; i < P; ++i) {
-    const int j = lane + 32 * i;
-    y0[i] = __bfloat162float(src[j]);
-    y1[i] = __bfloat162float(src[j + D / 2]);
-    ss += y0[i] * y0[i] + y1[i] * y1[i];
-  }
-  const float r = rsqrtf(warp_sum(ss) / D + eps);
-  bf16* dst = isq ? q_out + (long(tok) * hq + hd) * D : k_cache ? k_cache + (slot * hkv + kh) * D : nullptr;
-  __syncwarp();
-#pragma unroll
-  for (int i = 0; i < P && dst; ++i) {  // dst null: K=V-once cache, the attention forms K from V
-    const int j = lane + 32 * i;
-    // HF: q_norm / k_norm output is a bf16 tensor; cos/sin are bf16 tensors; every product
-    // and the sum of apply_rotary_pos_emb round to bf16 (fused.cuh).
-    const float a = rbf(y0[i] * r * __bfloat162float(w[j]));
-    const float b = rbf(y1[i] * r * __bfloat162float(w[j + D / 2]));
-    float c = 1.f, s = 0.f;
-    if (j < rotary_pairs) {
-      // inv_freq as HF computes it on the host in fp32: 1 / powf(θ, fp32(2j) / D).
-      const float e = float(2 * j) / float(D);
-      const float inv = 1.f / float(pow(double(theta), double(e)));
-      const float ang = pos * inv;
-      sincosf(ang, &s, &c);
-      c = rbf(c);
-      s = rbf(s);
+    for (int i = 0; i < P; ++i) {
+      const int j = lane + 32 * i;
+      y0[i] = __bfloat162float(src[j]);
+      y1[i] = __bfloat162float(src[j + D / 2]);
+      ss += y0[i] * y0[i] + y1[i] * y1[i];
     }
-    dst[j] = __float2bfloat16(rbf(a * c) + rbf(-b * s));
-    dst[j + D / 2] = __float2bfloat16(rbf(b * c) + rbf(a * s));
-  }
-  if (isq) return;
-  // v: rms_head without weight, no rope (k_eq_v: from k_raw).
-  const bf16* vs = (v_raw ? v_raw : k_raw) + (long(tok) * hkv + kh) * D;
-  float v0[P], v1[P];
-  float vss = 0.f;
+    const float r = rsqrtf(warp_sum(ss) / D + eps);
+    bf16* dst = isq ? q_out + (long(tok) * hq + hd) * D : k_cache ? k_cache + (slot * hkv + kh) * D : nullptr;
+    __syncwarp();
 #pragma unroll
-  for (int i = 0; i < P; ++i) {
-    const int j = lane + 32 * i;
-    v0[i] = __bfloat162float(vs[j]);
-    v1[i] = __bfloat162float(vs[j + D / 2]);
-    vss += v0[i] * v0[i] + v1[i] * v1[i];
-  }
-  const float rv = rsqrtf(warp_sum(vss) / D + eps);
-  bf16* vd = v_cache + (slot * hkv + kh) * D;
+    for (int i = 0; i < P && dst; ++i) {  // dst null: K=V-once cache, the attention forms K from V
+      const int j = lane + 32 * i;
+      // HF: q_norm / k_norm output is a bf16 tensor; cos/sin are bf16 tensors; every product
+      // and the sum of apply_rotary_pos_emb round to bf16 (fused.cuh).
+      const float a = rbf(y0[i] * r * __bfloat162float(w[j]));
+      const float b = rbf(y1[i] * r * __bfloat162float(w[j + D / 2]));
+      float c = 1.f, s = 0.f;
+      if (j < rotary_pairs) {
+        const float ang = pos * inv_freq[j];
+        sincosf(ang, &s, &c);
+        c = rbf(c);
+        s = rbf(s);
+      }
+      dst[j] = __float2bfloat16(rbf(a * c) + rbf(-b * s));
+      dst[j + D / 2] = __float2bfloat16(rbf(b * c) + rbf(a * s));
+    }
+    if (isq) continue;
+    // v: rms_head without weight, no rope (k_eq_v: from k_raw).
+    const bf16* vs = (v_raw ? v_raw : k_raw) + (long(tok) * hkv + kh) * D;
+    float v0[P], v1[P];
+    float vss = 0.f;
 #pragma unroll
-  for (int i = 0; i < P; ++i) {
-    const int j = lane + 32 * i;
-    vd[j] = __float2bfloat16(v0[i] * rv);
-    vd[j + D / 2] = __float2bfloat16(v1[i] * rv);
+    for (int i = 0; i < P; ++i) {
+      const int j = lane + 32 * i;
+      v0[i] = __bfloat162float(vs[j]);
+      v1[i] = __bfloat162float(vs[j + D / 2]);
+      vss += v0[i] * v0[i] + v1[i] * v1[i];
+    }
+    const float rv = rsqrtf(warp_sum(vss) / D + eps);
+    bf16* vd = v_cache + (slot * hkv + kh) * D;
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      const int j = lane + 32 * i;
+      vd[j] = __float2bfloat16(v0[i] * rv);
+      vd[j + D / 2] = __float2bfloat16(v1[i] * rv);
+    }
   }
 }
 
@@ -264,8 +277,11 @@ cudaError_t qk_norm_rope_kv_write(const bf16* q, const bf16* k_raw, const bf16* 
                                   bf16* v_cache, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   const long warps = long(n) * (hq + hkv);
-  const int threads = 128;
-  const unsigned blocks = unsigned((warps * 32 + threads - 1) / threads);
+  const int threads = 256;
+  // At most 4 blocks of 8 warps per SM of the stream (each loops over items): the per-block
+  // inverse-frequency table is then formed a few hundred times, not once per 4 items.
+  const long cap = 4L * gemm_stream_sms(stream);
+  const unsigned blocks = unsigned(std::min(cap, (warps * 32 + threads - 1) / threads));
 #define G4C_QK(D)                                                                           \
   qk_rope_kernel<D><<<blocks, threads, 0, stream>>>(q, k_raw, v_raw, q_w, k_w, positions, slots, \
                                                      n, hq, hkv, theta, rotary_pairs, eps,      \

@@ -128,14 +128,15 @@ struct RopeCase {
   int hq, hkv, d, rotary_pairs;
   float theta;
   bool k_eq_v;
+  int n = 5;  // tokens: the first five at the positions below, then (37 t) mod 8192
 };
 
 void run_rope(const RopeCase& c) {
   char nm[96];
-  std::snprintf(nm, sizeof nm, "hq=%d hkv=%d d=%d R=%d", c.hq, c.hkv, c.d, c.rotary_pairs);
+  std::snprintf(nm, sizeof nm, "hq=%d hkv=%d d=%d R=%d n=%d", c.hq, c.hkv, c.d, c.rotary_pairs, c.n);
   SCOPED_TRACE(nm);
   std::mt19937_64 rng(test_seed() ^ (uint64_t(c.d) << 8) ^ c.rotary_pairs);
-  const int n = 5, nslots = 20;
+  const int n = c.n, nslots = 15 + n;
   const double eps = 1e-6;
   std::vector<bf16> q = rand_bf16(rng, size_t(n) * c.hq * c.d, 1.5f);
   std::vector<bf16> k = rand_bf16(rng, size_t(n) * c.hkv * c.d, 1.5f);
@@ -143,6 +144,10 @@ void run_rope(const RopeCase& c) {
   std::vector<bf16> qw = rand_bf16(rng, c.d, 1.f), kw = rand_bf16(rng, c.d, 1.f);
   std::vector<int> pos = {0, 1, 4095, 8191, 77};
   std::vector<int64_t> slots = {13, 0, 19, 5, 6};
+  for (int t = 5; t < n; ++t) {
+    pos.push_back(37 * t % 8192);
+    slots.push_back(20 + (t - 5));
+  }
   DevBuf<bf16> dq(q), dk(k), dv(v), dqw(qw), dkw(kw);
   DevBuf<bf16> kc(size_t(nslots) * c.hkv * c.d), vc(size_t(nslots) * c.hkv * c.d);
   DevBuf<int> dpos(pos);
@@ -219,6 +224,9 @@ TEST(GpuFused, QkNormRopeKvWrite) {
   run_rope({4, 1, 128, 16, 1e6f, true});       // tiny full: proportional 0.25, k_eq_v
   run_rope({16, 8, 256, 128, 1e4f, false});    // 12B sliding
   run_rope({16, 1, 512, 64, 1e6f, true});      // 12B full: proportional, k_eq_v
+  // More (token, head) items than the kernel's persistent grid has warps (4 blocks of 8 warps
+  // per SM: 4224 on 132 SMs), so warps loop over several.
+  run_rope({16, 8, 256, 128, 1e4f, false, 300});
 }
 
 TEST(GpuFused, ArgmaxTiesLowestIndex) {
