@@ -18,6 +18,7 @@
 #include "models/progress.h"
 #include "models/tokenizer.h"
 #include "runtime/cuda_backend/select.h"
+#include "tools/cuda_switches.h"
 #include "runtime/engine.h"
 #include "runtime/serving.h"
 #include "tools/bench_plot.h"
@@ -341,19 +342,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--threads", a->threads, "CPU threads (0: all)")->capture_default_str();
   cmd->add_option("--device", a->dev.device, "cpu | cuda")->capture_default_str();
   cmd->add_option("--emulate", a->dev.emulate, "1g.10gb: 16-SM green context with the budget (cuda)");
-  cmd->add_flag("--pdl,!--no-pdl", a->dev.pdl,
-                "cuda: programmatic dependent launch for the register-direct decode GEMMs (weights fetched "
-                "while the kernel before them finishes; on by default)");
-  cmd->add_flag("--fuse-siblings,!--no-fuse-siblings", a->dev.fuse_siblings,
-                "cuda: q/k/v (Linears reading one input) as one GEMM over concatenated weights (on by default)");
-  cmd->add_flag("--deterministic", a->dev.deterministic,
-                "cuda: decode GEMMs sum their parts in a fixed order, so a run's tokens and logits repeat "
-                "exactly (off by default)");
-  cmd->add_flag("--whole-tiles,!--no-whole-tiles", a->dev.whole_tiles,
-                "cuda: decode GEMMs give their blocks whole 16-row tiles where that was measured faster "
-                "(on by default; --no-whole-tiles: stream-K ranges everywhere)");
-  cmd->add_flag("--device-argmax,!--no-device-argmax", a->dev.device_argmax,
-                "cuda: greedy tokens from an argmax on the device, so only token ids are copied back (on by default)");
+  add_cuda_switches(cmd, a->dev);
   cmd->add_option("--budget", a->dev.budget, "whole-process device bytes, e.g. 9984MiB (cuda)")->capture_default_str();
   cmd->add_option("--trace", a->dev.trace, "Chrome-trace JSON (cuda)");
   cmd->callback([a] { run_bench(*a); });

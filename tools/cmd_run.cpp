@@ -12,6 +12,7 @@
 #include "runtime/engine.h"
 #include "runtime/serving.h"
 #include "runtime/cuda_backend/select.h"
+#include "tools/cuda_switches.h"
 #include "tools/cli.h"
 #include "tools/compile_plan.h"
 
@@ -130,19 +131,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--save-plan", args->save_plan, "write the plan that runs (e.g. the reference plan) to this file");
   cmd->add_option("--device", args->dev.device, "cpu or cuda")->capture_default_str();
   cmd->add_option("--emulate", args->dev.emulate, "cuda: run in a green context emulating a MIG slice (1g.10gb)");
-  cmd->add_flag("--pdl,!--no-pdl", args->dev.pdl,
-                "cuda: programmatic dependent launch for the register-direct decode GEMMs (weights fetched "
-                "while the kernel before them finishes; on by default)");
-  cmd->add_flag("--fuse-siblings,!--no-fuse-siblings", args->dev.fuse_siblings,
-                "cuda: q/k/v (Linears reading one input) as one GEMM over concatenated weights (on by default)");
-  cmd->add_flag("--deterministic", args->dev.deterministic,
-                "cuda: decode GEMMs sum their parts in a fixed order, so a run's tokens and logits repeat "
-                "exactly (off by default)");
-  cmd->add_flag("--whole-tiles,!--no-whole-tiles", args->dev.whole_tiles,
-                "cuda: decode GEMMs give their blocks whole 16-row tiles where that was measured faster "
-                "(on by default; --no-whole-tiles: stream-K ranges everywhere)");
-  cmd->add_flag("--device-argmax,!--no-device-argmax", args->dev.device_argmax,
-                "cuda: greedy tokens from an argmax on the device, so only token ids are copied back (on by default)");
+  add_cuda_switches(cmd, args->dev);
   cmd->add_option("--budget", args->dev.budget, "cuda: device memory budget of the whole process (MiB, or 10GB/9.75GiB; 0 = none)")
       ->capture_default_str();
   cmd->add_option("--trace", args->dev.trace, "cuda: write a Chrome-trace JSON (Perfetto) of steps, kernels, copies, graphs");

@@ -119,6 +119,22 @@ __global__ void add_rmsnorm_kernel(const bf16* __restrict__ x, const bf16* __res
   }
 }
 
+// A head of D values into a warp: lane l holds elements l + 32 i (y0) and D/2 + l + 32 i (y1),
+// i < D / 64 (the rotate-half pairs); returns the RMS norm's 1 / sqrt(mean(x²) + eps).
+template <int D>
+__device__ __forceinline__ float load_head_rms(const bf16* __restrict__ src, int lane, float eps,
+                                               float (&y0)[D / 64], float (&y1)[D / 64]) {
+  float ss = 0.f;
+#pragma unroll
+  for (int i = 0; i < D / 64; ++i) {
+    const int j = lane + 32 * i;
+    y0[i] = __bfloat162float(src[j]);
+    y1[i] = __bfloat162float(src[j + D / 2]);
+    ss += y0[i] * y0[i] + y1[i] * y1[i];
+  }
+  return rsqrtf(warp_sum(ss) / D + eps);
+}
+
 // A persistent grid of warps over the (token, head) items: heads [0, hq) are q, [hq, hq+hkv) k
 // (+ v). The rotary inverse frequencies are formed once per block into shared memory: they
 // depend on the pair index only, and a double-precision pow per element and item was most of
@@ -156,15 +172,7 @@ __global__ void qk_rope_kernel(const bf16* __restrict__ q, const bf16* __restric
     const long slot = isq ? 0 : slots[tok];
 
     float y0[P], y1[P];
-    float ss = 0.f;
-#pragma unroll
-    for (int i = 0; i < P; ++i) {
-      const int j = lane + 32 * i;
-      y0[i] = __bfloat162float(src[j]);
-      y1[i] = __bfloat162float(src[j + D / 2]);
-      ss += y0[i] * y0[i] + y1[i] * y1[i];
-    }
-    const float r = rsqrtf(warp_sum(ss) / D + eps);
+    const float r = load_head_rms<D>(src, lane, eps, y0, y1);
     bf16* dst = isq ? q_out + (long(tok) * hq + hd) * D : k_cache ? k_cache + (slot * hkv + kh) * D : nullptr;
     __syncwarp();
 #pragma unroll
@@ -188,15 +196,7 @@ __global__ void qk_rope_kernel(const bf16* __restrict__ q, const bf16* __restric
     // v: rms_head without weight, no rope (k_eq_v: from k_raw).
     const bf16* vs = (v_raw ? v_raw : k_raw) + (long(tok) * hkv + kh) * D;
     float v0[P], v1[P];
-    float vss = 0.f;
-#pragma unroll
-    for (int i = 0; i < P; ++i) {
-      const int j = lane + 32 * i;
-      v0[i] = __bfloat162float(vs[j]);
-      v1[i] = __bfloat162float(vs[j + D / 2]);
-      vss += v0[i] * v0[i] + v1[i] * v1[i];
-    }
-    const float rv = rsqrtf(warp_sum(vss) / D + eps);
+    const float rv = load_head_rms<D>(vs, lane, eps, v0, v1);
     bf16* vd = v_cache + (slot * hkv + kh) * D;
 #pragma unroll
     for (int i = 0; i < P; ++i) {

@@ -180,7 +180,8 @@ class CudaBackend final : public runtime::Backend {
   size_t gemm_ws_bytes_ = 0;
   void* attn_ws_ = nullptr;
   size_t attn_ws_bytes_ = 0;
-  mutable void* read_host_ = nullptr;  // pinned staging for read_value
+  void* read_staging(size_t bytes) const;  // read_host_, grown to at least `bytes`
+  mutable void* read_host_ = nullptr;  // pinned staging for read_value / argmax_rows
   mutable size_t read_host_bytes_ = 0;
   int H_ = 0;
 

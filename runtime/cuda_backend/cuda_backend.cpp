@@ -533,6 +533,17 @@ const void* CudaBackend::device_value_bf16(int value, int* rows) const {
   return v.ptr;
 }
 
+// The pinned staging buffer of read_value / argmax_rows, grown to at least `bytes`.
+void* CudaBackend::read_staging(size_t bytes) const {
+  if (bytes > read_host_bytes_) {
+    if (read_host_) cudaFreeHost(read_host_);
+    read_host_ = nullptr;
+    check(cudaMallocHost(&read_host_, bytes), "cudaMallocHost(read staging)");
+    read_host_bytes_ = bytes;
+  }
+  return read_host_;
+}
+
 int CudaBackend::read_value(int value, std::vector<float>* out) const {
   const auto& v = values_.at(value);
   check(cudaStreamSynchronize(device_->stream()), "synchronize before read_value");
@@ -541,13 +552,7 @@ int CudaBackend::read_value(int value, std::vector<float>* out) const {
                    : v.rows == fb::RowSpace::Sequences ? shape_.real_S
                                                        : shape_.real_T;
   const size_t n = size_t(rows) * v.cols, bytes = n * v.elem();
-  if (bytes > read_host_bytes_) {
-    if (read_host_) cudaFreeHost(read_host_);
-    read_host_ = nullptr;
-    check(cudaMallocHost(&read_host_, bytes), "cudaMallocHost(read_value)");
-    read_host_bytes_ = bytes;
-  }
-  if (bytes) check(cudaMemcpy(read_host_, v.ptr, bytes, cudaMemcpyDeviceToHost), "read_value copy");
+  if (bytes) check(cudaMemcpy(read_staging(bytes), v.ptr, bytes, cudaMemcpyDeviceToHost), "read_value copy");
   out->resize(n);
   if (v.type == VType::F32) {
     std::memcpy(out->data(), read_host_, bytes);
@@ -576,13 +581,8 @@ int CudaBackend::argmax_rows(int value, std::vector<int32_t>* out) const {
     check(cuda::argmax_rows(static_cast<const float*>(v.ptr), rows, v.cols, v.cols, tokens_dev_, device_->stream()),
           "argmax_rows");
     const size_t bytes = size_t(rows) * 4;
-    if (bytes > read_host_bytes_) {
-      if (read_host_) cudaFreeHost(read_host_);
-      read_host_ = nullptr;
-      check(cudaMallocHost(&read_host_, bytes), "cudaMallocHost(argmax_rows)");
-      read_host_bytes_ = bytes;
-    }
-    check(cudaMemcpyAsync(read_host_, tokens_dev_, bytes, cudaMemcpyDeviceToHost, device_->stream()), "argmax_rows copy");
+    check(cudaMemcpyAsync(read_staging(bytes), tokens_dev_, bytes, cudaMemcpyDeviceToHost, device_->stream()),
+          "argmax_rows copy");
   }
   check(cudaStreamSynchronize(device_->stream()), "synchronize in argmax_rows");
   const_cast<CudaBackend*>(this)->flush_trace();

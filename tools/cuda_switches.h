@@ -1,0 +1,27 @@
+// The CUDA backend's on/off switches (runtime::DeviceFlags), registered the same way on the
+// subcommands that run a model: `g4c run` and `g4c bench`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "runtime/cuda_backend/select.h"
+
+namespace g4c::cli {
+
+inline void add_cuda_switches(CLI::App* cmd, runtime::DeviceFlags& dev) {
+  cmd->add_flag("--pdl,!--no-pdl", dev.pdl,
+                "cuda: programmatic dependent launch for the register-direct decode GEMMs (weights fetched "
+                "while the kernel before them finishes; on by default)");
+  cmd->add_flag("--fuse-siblings,!--no-fuse-siblings", dev.fuse_siblings,
+                "cuda: q/k/v (Linears reading one input) as one GEMM over concatenated weights (on by default)");
+  cmd->add_flag("--deterministic", dev.deterministic,
+                "cuda: decode GEMMs sum their parts in a fixed order, so a run's tokens and logits repeat "
+                "exactly (off by default)");
+  cmd->add_flag("--whole-tiles,!--no-whole-tiles", dev.whole_tiles,
+                "cuda: decode GEMMs give their blocks whole 16-row tiles where that was measured faster "
+                "(on by default; --no-whole-tiles: stream-K ranges everywhere)");
+  cmd->add_flag("--device-argmax,!--no-device-argmax", dev.device_argmax,
+                "cuda: greedy tokens from an argmax on the device, so only token ids are copied back (on by default)");
+}
+
+}  // namespace g4c::cli
