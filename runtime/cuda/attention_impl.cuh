@@ -112,7 +112,7 @@ template <int D, int ROWS, int NT, bool CB = false>
 __device__ __forceinline__ void attn_load_q(bf16* qs, const AttnArgs& a, const AttnBlock& b, int tid) {
   // G is a power of two (attention() checks 16 % G == 0): shifts, not an integer division by a
   // runtime value per chunk, which made this loop ≈ 270 instructions per 4 chunks at d 256
-  // (ncu of the sm90 prefill kernel, 2026-12-05).
+  // (ncu of the sm90 prefill kernel, 2026-12-04).
   const int G = a.g, lg = __ffs(G) - 1;
   for (int i = tid; i < ROWS * (D / 8); i += NT) {
     const int row = i / (D / 8), ch = i % (D / 8);
