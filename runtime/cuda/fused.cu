@@ -12,6 +12,7 @@ using namespace detail;
 namespace {
 
 constexpr int kNormThreads = 256;
+bool g_fused_pdl = false;  // fused_set_pdl
 
 __device__ __forceinline__ void load8(const bf16* p, float (&v)[8]) {
   const uint4 u = *reinterpret_cast<const uint4*>(p);
@@ -50,9 +51,19 @@ __global__ void embed_kernel(const int* __restrict__ ids, const bf16* __restrict
   }
 }
 
+// Launched by PDL (fused_set_pdl), a norm kernel lets the kernel after it launch at once — the
+// decode GEMMs read only weights until their own wait, which returns when this grid is done —
+// and waits for the kernel before it (which wrote its input) before reading anything. Without
+// the attribute both instructions return at once.
+__device__ __forceinline__ void fused_pdl_prologue() {
+  pdl_trigger();
+  pdl_wait();
+}
+
 // One block per (row, group of h = norm_dim columns).
 __global__ void rmsnorm_kernel(const bf16* x, int ldx, const int* __restrict__ rows, int h,
                                const bf16* __restrict__ w, float eps, bf16* out, int ldo) {
+  fused_pdl_prologue();
   __shared__ float scratch[32];
   const int i = blockIdx.x;
   const long row = rows ? rows[i] : i;
@@ -80,6 +91,7 @@ __global__ void add_rmsnorm_kernel(const bf16* __restrict__ x, const bf16* __res
                                    bf16* __restrict__ hbuf, const bf16* __restrict__ ls,
                                    const bf16* __restrict__ w_next, bf16* __restrict__ out_next,
                                    int hdim, float eps) {
+  fused_pdl_prologue();
   __shared__ float scratch[32];
   const long base = long(blockIdx.x) * hdim;
   float ss = 0.f;
@@ -157,6 +169,7 @@ __global__ void qk_rope_kernel(const bf16* __restrict__ q, const bf16* __restric
     const float e = float(2 * j) / float(D);
     inv_freq[j] = 1.f / float(pow(double(theta), double(e)));
   }
+  pdl_wait();  // launched by PDL (fused_set_pdl): q, k, v come from the GEMM before this kernel
   __syncthreads();
   const int lane = threadIdx.x & 31;
   const int heads = hq + hkv;
@@ -241,6 +254,8 @@ __global__ void argmax_kernel(const float* __restrict__ logits, int n, long ldl,
 
 }  // namespace
 
+void fused_set_pdl(bool on) { g_fused_pdl = on; }
+
 cudaError_t embed_gather_scale(const int* ids, int t, const bf16* table, int vocab, int h,
                                float scale, bf16* out, cudaStream_t stream) {
   if (t <= 0) return cudaSuccess;
@@ -255,9 +270,9 @@ cudaError_t rmsnorm(const bf16* x, int ldx, const int* rows, int n, int cols, in
   if (norm_dim <= 0 || norm_dim % 8 || cols % norm_dim || ldx % 8 || ldo % 8)
     return cudaErrorInvalidValue;
   const int threads = norm_dim >= 2048 ? 256 : norm_dim >= 512 ? 64 : 32;
-  rmsnorm_kernel<<<dim3(n, cols / norm_dim), threads, 0, stream>>>(x, ldx, rows, norm_dim, w, eps,
-                                                                  out, ldo);
-  return cudaGetLastError();
+  cudaLaunchAttribute at;
+  const cudaLaunchConfig_t cfg = pdl_launch_config(dim3(n, cols / norm_dim), dim3(threads), 0, stream, g_fused_pdl, &at);
+  return cudaLaunchKernelEx(&cfg, rmsnorm_kernel, x, ldx, rows, norm_dim, w, eps, out, ldo);
 }
 
 cudaError_t add_rmsnorm(const bf16* x, const bf16* w_post, bf16* h, const bf16* layer_scalar,
@@ -265,9 +280,9 @@ cudaError_t add_rmsnorm(const bf16* x, const bf16* w_post, bf16* h, const bf16* 
                         cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   if (hdim % 8) return cudaErrorInvalidValue;
-  add_rmsnorm_kernel<<<n, kNormThreads, 0, stream>>>(x, w_post, h, layer_scalar, w_next, out_next,
-                                                     hdim, eps);
-  return cudaGetLastError();
+  cudaLaunchAttribute at;
+  const cudaLaunchConfig_t cfg = pdl_launch_config(dim3(n), dim3(kNormThreads), 0, stream, g_fused_pdl, &at);
+  return cudaLaunchKernelEx(&cfg, add_rmsnorm_kernel, x, w_post, h, layer_scalar, w_next, out_next, hdim, eps);
 }
 
 cudaError_t qk_norm_rope_kv_write(const bf16* q, const bf16* k_raw, const bf16* v_raw,
@@ -282,19 +297,19 @@ cudaError_t qk_norm_rope_kv_write(const bf16* q, const bf16* k_raw, const bf16* 
   // inverse-frequency table is then formed a few hundred times, not once per 4 items.
   const long cap = 4L * gemm_stream_sms(stream);
   const unsigned blocks = unsigned(std::min(cap, (warps * 32 + threads - 1) / threads));
-#define G4C_QK(D)                                                                           \
-  qk_rope_kernel<D><<<blocks, threads, 0, stream>>>(q, k_raw, v_raw, q_w, k_w, positions, slots, \
-                                                     n, hq, hkv, theta, rotary_pairs, eps,      \
-                                                     q_out, k_cache, v_cache)
+  cudaLaunchAttribute at;
+  const cudaLaunchConfig_t cfg = pdl_launch_config(dim3(blocks), dim3(threads), 0, stream, g_fused_pdl, &at);
+#define G4C_QK(D)                                                                                    \
+  cudaLaunchKernelEx(&cfg, qk_rope_kernel<D>, q, k_raw, v_raw, q_w, k_w, positions, slots, n, hq, hkv, \
+                     theta, rotary_pairs, eps, q_out, k_cache, v_cache)
   switch (d) {
-    case 64: G4C_QK(64); break;
-    case 128: G4C_QK(128); break;
-    case 256: G4C_QK(256); break;
-    case 512: G4C_QK(512); break;
+    case 64: return G4C_QK(64);
+    case 128: return G4C_QK(128);
+    case 256: return G4C_QK(256);
+    case 512: return G4C_QK(512);
     default: return cudaErrorInvalidValue;
   }
 #undef G4C_QK
-  return cudaGetLastError();
 }
 
 cudaError_t argmax_rows(const float* logits, int m, int n, long ldl, int* out, cudaStream_t stream) {

@@ -13,6 +13,13 @@ namespace g4c::cuda {
 
 using bf16 = __nv_bfloat16;
 
+// rmsnorm, add_rmsnorm and qk_norm_rope_kv_write launched by programmatic dependent launch
+// (on: each lets the kernel after it launch at its start and waits for the kernel before it
+// before reading its inputs; the decode GEMMs and the decode attention after them read only
+// weights / already-cached keys until their own wait). Process-wide; the CUDA backend turns it
+// on with the decode GEMMs' PDL (2026-12-04, seventh session).
+void fused_set_pdl(bool on);
+
 // out[t][:] = bf16(E[ids[t]][:] · scale). Pass scale already rounded to bf16 (HF multiplies by a
 // bf16 normalizer: 62.0 for hidden 3840). ids out of [0, vocab) produce a zero row.
 cudaError_t embed_gather_scale(const int* ids, int t, const bf16* table, int vocab, int h,

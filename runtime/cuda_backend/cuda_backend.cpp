@@ -141,6 +141,9 @@ void CudaBackend::prepare(const plan::Plan& plan, const runtime::WeightStore& we
   // Likewise the decode attention and its split combine (attention.cuh, attention_set_pdl): the
   // attention reads only already-cached keys before its wait, the combine nothing.
   cuda::attention_set_pdl(streamed_.empty() && opts_.decode_pdl);
+  // And the norm and q/k RoPE kernels between them (fused.cuh, fused_set_pdl): each waits for
+  // the kernel before it before reading, and lets the GEMM or attention after it start early.
+  cuda::fused_set_pdl(streamed_.empty() && opts_.decode_pdl);
   max_blocks_ = std::max(1, kv.num_blocks);  // block-table width: the most one sequence may need
   // Activations for the engine's largest step before KV is sized (growing later could not fit).
   ensure_capacity(std::max({1, opts_.max_tokens, std::min(kv.step_tokens, (*plan_)->max_chunk_tokens() * std::max(1, kv.ring_slots))}),

@@ -1,11 +1,51 @@
 // Small fused ops vs CPU references that round to bf16 at the same points (fused.cuh).
 #include <algorithm>
+#include <utility>
 
 #include "runtime/cuda/fused.cuh"
 #include "tests/gpu/gpu_util.h"
 
+cudaError_t slow_scatter(const void* src, void* const* dst, size_t chunks, unsigned sleep_ns,
+                         cudaStream_t stream);  // slow_copy.cu
+
 namespace g4c::gputest {
 namespace {
+
+// Runs launch(stream), a fused kernel whose inputs are the (host, device) pairs `in`: plainly
+// (inputs copied first, default stream), or under PDL (cuda::fused_set_pdl, as the CUDA backend
+// runs decode steps): the inputs hold NaN and reach the device only through a late producer that
+// lets the kernel after it launch at once (slow_scatter: 200 µs of sleep, then 16-byte chunks),
+// so a kernel that read them before its griddepcontrol.wait would give non-finite or wrong outputs.
+using Inputs = std::vector<std::pair<const std::vector<bf16>*, bf16*>>;
+template <class F>
+void run_fused(bool pdl, const Inputs& in, F&& launch) {
+  if (!pdl) {
+    for (const auto& [h, d] : in)
+      G4C_CUDA_OK(cudaMemcpy(d, h->data(), h->size() * sizeof(bf16), cudaMemcpyHostToDevice));
+    G4C_CUDA_OK(launch(cudaStream_t(nullptr)));
+    G4C_CUDA_OK(cudaDeviceSynchronize());
+    return;
+  }
+  std::vector<bf16> src;
+  std::vector<void*> dst;
+  for (const auto& [h, d] : in) {
+    poison(d, h->size() * sizeof(bf16));
+    src.insert(src.end(), h->begin(), h->end());
+    for (size_t i = 0; i < h->size(); i += 8) dst.push_back(d + i);
+  }
+  DevBuf<bf16> dsrc(src);
+  DevBuf<void*> ddst(dst);
+  cudaStream_t s;
+  G4C_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  G4C_CUDA_OK(cudaDeviceSynchronize());
+  cuda::fused_set_pdl(true);
+  G4C_CUDA_OK(slow_scatter(dsrc.p, ddst.p, dst.size(), 200000, s));
+  const cudaError_t e = launch(s);
+  cuda::fused_set_pdl(false);
+  G4C_CUDA_OK(e);
+  G4C_CUDA_OK(cudaStreamSynchronize(s));
+  G4C_CUDA_OK(cudaStreamDestroy(s));
+}
 
 // Outputs rounded to bf16 once from an fp32 value the reference computes in float64: the
 // error is the bf16 rounding (RMS ≈ 1.1e-3 relative) plus rare 1-ulp flips; 3e-3 bounds it.
@@ -42,6 +82,8 @@ TEST(GpuFused, EmbedGatherScaleExact) {
 TEST(GpuFused, RmsNormRowsAndHeads) {
   G4C_REQUIRE_GPU();
   std::mt19937_64 rng(test_seed() ^ 2);
+  for (const bool pdl : {false, true}) {
+  SCOPED_TRACE(pdl ? "pdl, late input" : "plain");
   // Per-row with a row selection (final norm of the logit rows).
   {
     const int n = 10, h = 3840;
@@ -50,8 +92,7 @@ TEST(GpuFused, RmsNormRowsAndHeads) {
     DevBuf<bf16> dx(x), dw(w), out(rows.size() * h);
     DevBuf<int> dr(rows);
     poison(out.p, out.bytes());
-    G4C_CUDA_OK(cuda::rmsnorm(dx.p, h, dr.p, 3, h, h, dw.p, 1e-6f, out.p, h, nullptr));
-    G4C_CUDA_OK(cudaDeviceSynchronize());
+    run_fused(pdl, {{&x, dx.p}}, [&](cudaStream_t s) { return cuda::rmsnorm(dx.p, h, dr.p, 3, h, h, dw.p, 1e-6f, out.p, h, s); });
     std::vector<double> ref(rows.size() * h);
     for (size_t i = 0; i < rows.size(); ++i) {
       double ss = 0;
@@ -68,8 +109,8 @@ TEST(GpuFused, RmsNormRowsAndHeads) {
     const int n = 5, d = 64, cols = 4 * d;
     std::vector<bf16> x = rand_bf16(rng, size_t(n) * cols, 0.7f);
     DevBuf<bf16> dx(x);
-    G4C_CUDA_OK(cuda::rmsnorm(dx.p, cols, nullptr, n, cols, d, nullptr, 1e-6f, dx.p, cols, nullptr));
-    G4C_CUDA_OK(cudaDeviceSynchronize());
+    run_fused(pdl, {{&x, dx.p}},
+              [&](cudaStream_t s) { return cuda::rmsnorm(dx.p, cols, nullptr, n, cols, d, nullptr, 1e-6f, dx.p, cols, s); });
     std::vector<double> ref(x.size());
     for (int i = 0; i < n * 4; ++i) {
       double ss = 0;
@@ -81,22 +122,25 @@ TEST(GpuFused, RmsNormRowsAndHeads) {
     EXPECT_LT(rel_err(ref, to_float(dx.get()), &bad), kOneRounding);
     EXPECT_EQ(bad, 0u);
   }
+  }
 }
 
 TEST(GpuFused, PostNormResidual) {
   G4C_REQUIRE_GPU();
   std::mt19937_64 rng(test_seed() ^ 3);
   const int n = 6, h = 3840;
-  for (int variant = 0; variant < 2; ++variant) {  // 0: +w_next, no scalar; 1: scalar, no w_next
+  for (int variant = 0; variant < 4; ++variant) {  // 0: +w_next, no scalar; 1: scalar, no w_next; 2, 3: PDL
     SCOPED_TRACE(variant);
+    const bool pdl = variant >= 2;
     std::vector<bf16> x = rand_bf16(rng, size_t(n) * h, 2.f), hh = rand_bf16(rng, size_t(n) * h, 5.f);
     std::vector<bf16> wp = rand_bf16(rng, h, 1.f), wn = rand_bf16(rng, h, 1.f);
     std::vector<bf16> ls = {tobf(0.37f)};
     DevBuf<bf16> dx(x), dh(hh), dwp(wp), dwn(wn), dls(ls), dout(size_t(n) * h);
     poison(dout.p, dout.bytes());
-    G4C_CUDA_OK(cuda::add_rmsnorm(dx.p, dwp.p, dh.p, variant ? dls.p : nullptr,
-                                  variant ? nullptr : dwn.p, dout.p, n, h, 1e-6f, nullptr));
-    G4C_CUDA_OK(cudaDeviceSynchronize());
+    run_fused(pdl, {{&x, dx.p}, {&hh, dh.p}}, [&](cudaStream_t s) {
+      return cuda::add_rmsnorm(dx.p, dwp.p, dh.p, variant & 1 ? dls.p : nullptr, variant & 1 ? nullptr : dwn.p, dout.p,
+                               n, h, 1e-6f, s);
+    });
     std::vector<double> refh(size_t(n) * h), refo(size_t(n) * h);
     for (int i = 0; i < n; ++i) {
       double ss = 0;
@@ -106,7 +150,7 @@ TEST(GpuFused, PostNormResidual) {
       for (int c = 0; c < h; ++c) {
         const float t = rbf(float(bf(x[size_t(i) * h + c]) * r * bf(wp[c])));
         float hn = rbf(bf(hh[size_t(i) * h + c]) + t);
-        if (variant) hn = rbf(hn * bf(ls[0]));
+        if (variant & 1) hn = rbf(hn * bf(ls[0]));
         refh[size_t(i) * h + c] = hn;
         ss2 += double(hn) * hn;
       }
@@ -117,7 +161,7 @@ TEST(GpuFused, PostNormResidual) {
     // h: the same roundings as the reference; differences only from rare 1-ulp flips.
     EXPECT_LT(rel_err(refh, to_float(dh.get()), &bad), kOneRounding);
     EXPECT_EQ(bad, 0u);
-    if (!variant) {
+    if (!(variant & 1)) {
       EXPECT_LT(rel_err(refo, to_float(dout.get()), &bad), kOneRounding);
       EXPECT_EQ(bad, 0u);
     }
@@ -129,11 +173,12 @@ struct RopeCase {
   float theta;
   bool k_eq_v;
   int n = 5;  // tokens: the first five at the positions below, then (37 t) mod 8192
+  bool pdl = false;  // q, k, v written late under PDL (run_fused)
 };
 
 void run_rope(const RopeCase& c) {
   char nm[96];
-  std::snprintf(nm, sizeof nm, "hq=%d hkv=%d d=%d R=%d n=%d", c.hq, c.hkv, c.d, c.rotary_pairs, c.n);
+  std::snprintf(nm, sizeof nm, "hq=%d hkv=%d d=%d R=%d n=%d%s", c.hq, c.hkv, c.d, c.rotary_pairs, c.n, c.pdl ? " pdl" : "");
   SCOPED_TRACE(nm);
   std::mt19937_64 rng(test_seed() ^ (uint64_t(c.d) << 8) ^ c.rotary_pairs);
   const int n = c.n, nslots = 15 + n;
@@ -154,10 +199,10 @@ void run_rope(const RopeCase& c) {
   DevBuf<int64_t> dsl(slots);
   poison(kc.p, kc.bytes());
   poison(vc.p, vc.bytes());
-  G4C_CUDA_OK(cuda::qk_norm_rope_kv_write(dq.p, dk.p, c.k_eq_v ? nullptr : dv.p, dqw.p, dkw.p,
-                                          dpos.p, dsl.p, n, c.hq, c.hkv, c.d, c.theta,
-                                          c.rotary_pairs, float(eps), dq.p, kc.p, vc.p, nullptr));
-  G4C_CUDA_OK(cudaDeviceSynchronize());
+  run_fused(c.pdl, {{&q, dq.p}, {&k, dk.p}, {&v, dv.p}}, [&](cudaStream_t s) {
+    return cuda::qk_norm_rope_kv_write(dq.p, dk.p, c.k_eq_v ? nullptr : dv.p, dqw.p, dkw.p, dpos.p, dsl.p, n, c.hq,
+                                       c.hkv, c.d, c.theta, c.rotary_pairs, float(eps), dq.p, kc.p, vc.p, s);
+  });
   // HF's bf16 rounding points (fused.cuh; tests/bf16/hf_bf16.h point 5), float64 in between.
   auto rb = [](double x) { return double(rbf(float(x))); };
   auto ref_head = [&](const bf16* x, const bf16* w, int p, bool rope, double* out) {
@@ -227,6 +272,9 @@ TEST(GpuFused, QkNormRopeKvWrite) {
   // More (token, head) items than the kernel's persistent grid has warps (4 blocks of 8 warps
   // per SM: 4224 on 132 SMs), so warps loop over several.
   run_rope({16, 8, 256, 128, 1e4f, false, 300});
+  // Launched by PDL after a producer that writes q, k and v late (the decode step's order).
+  run_rope({16, 8, 256, 128, 1e4f, false, 5, true});
+  run_rope({16, 1, 512, 64, 1e6f, true, 300, true});
 }
 
 TEST(GpuFused, ArgmaxTiesLowestIndex) {
