@@ -271,7 +271,8 @@ cudaError_t rmsnorm(const bf16* x, int ldx, const int* rows, int n, int cols, in
     return cudaErrorInvalidValue;
   const int threads = norm_dim >= 2048 ? 256 : norm_dim >= 512 ? 64 : 32;
   cudaLaunchAttribute at;
-  const cudaLaunchConfig_t cfg = pdl_launch_config(dim3(n, cols / norm_dim), dim3(threads), 0, stream, g_fused_pdl, &at);
+  const cudaLaunchConfig_t cfg =
+      pdl_launch_config(dim3(n, cols / norm_dim), dim3(threads), 0, stream, g_fused_pdl, &at);
   return cudaLaunchKernelEx(&cfg, rmsnorm_kernel, x, ldx, rows, norm_dim, w, eps, out, ldo);
 }
 

@@ -83,45 +83,47 @@ TEST(GpuFused, RmsNormRowsAndHeads) {
   G4C_REQUIRE_GPU();
   std::mt19937_64 rng(test_seed() ^ 2);
   for (const bool pdl : {false, true}) {
-  SCOPED_TRACE(pdl ? "pdl, late input" : "plain");
-  // Per-row with a row selection (final norm of the logit rows).
-  {
-    const int n = 10, h = 3840;
-    std::vector<bf16> x = rand_bf16(rng, size_t(n) * h, 3.f), w = rand_bf16(rng, h, 1.f);
-    std::vector<int> rows = {7, 2, 9};
-    DevBuf<bf16> dx(x), dw(w), out(rows.size() * h);
-    DevBuf<int> dr(rows);
-    poison(out.p, out.bytes());
-    run_fused(pdl, {{&x, dx.p}}, [&](cudaStream_t s) { return cuda::rmsnorm(dx.p, h, dr.p, 3, h, h, dw.p, 1e-6f, out.p, h, s); });
-    std::vector<double> ref(rows.size() * h);
-    for (size_t i = 0; i < rows.size(); ++i) {
-      double ss = 0;
-      for (int c = 0; c < h; ++c) ss += std::pow(bf(x[size_t(rows[i]) * h + c]), 2);
-      const double r = 1.0 / std::sqrt(ss / h + 1e-6);
-      for (int c = 0; c < h; ++c) ref[i * h + c] = bf(x[size_t(rows[i]) * h + c]) * r * bf(w[c]);
+    SCOPED_TRACE(pdl ? "pdl, late input" : "plain");
+    // Per-row with a row selection (final norm of the logit rows).
+    {
+      const int n = 10, h = 3840;
+      std::vector<bf16> x = rand_bf16(rng, size_t(n) * h, 3.f), w = rand_bf16(rng, h, 1.f);
+      std::vector<int> rows = {7, 2, 9};
+      DevBuf<bf16> dx(x), dw(w), out(rows.size() * h);
+      DevBuf<int> dr(rows);
+      poison(out.p, out.bytes());
+      run_fused(pdl, {{&x, dx.p}},
+                [&](cudaStream_t s) { return cuda::rmsnorm(dx.p, h, dr.p, 3, h, h, dw.p, 1e-6f, out.p, h, s); });
+      std::vector<double> ref(rows.size() * h);
+      for (size_t i = 0; i < rows.size(); ++i) {
+        double ss = 0;
+        for (int c = 0; c < h; ++c) ss += std::pow(bf(x[size_t(rows[i]) * h + c]), 2);
+        const double r = 1.0 / std::sqrt(ss / h + 1e-6);
+        for (int c = 0; c < h; ++c) ref[i * h + c] = bf(x[size_t(rows[i]) * h + c]) * r * bf(w[c]);
+      }
+      size_t bad = 0;
+      EXPECT_LT(rel_err(ref, to_float(out.get()), &bad), kOneRounding);
+      EXPECT_EQ(bad, 0u);
     }
-    size_t bad = 0;
-    EXPECT_LT(rel_err(ref, to_float(out.get()), &bad), kOneRounding);
-    EXPECT_EQ(bad, 0u);
-  }
-  // Per-head, no weight (v_norm shape), in place.
-  {
-    const int n = 5, d = 64, cols = 4 * d;
-    std::vector<bf16> x = rand_bf16(rng, size_t(n) * cols, 0.7f);
-    DevBuf<bf16> dx(x);
-    run_fused(pdl, {{&x, dx.p}},
-              [&](cudaStream_t s) { return cuda::rmsnorm(dx.p, cols, nullptr, n, cols, d, nullptr, 1e-6f, dx.p, cols, s); });
-    std::vector<double> ref(x.size());
-    for (int i = 0; i < n * 4; ++i) {
-      double ss = 0;
-      for (int e = 0; e < d; ++e) ss += std::pow(bf(x[size_t(i) * d + e]), 2);
-      const double r = 1.0 / std::sqrt(ss / d + 1e-6);
-      for (int e = 0; e < d; ++e) ref[size_t(i) * d + e] = bf(x[size_t(i) * d + e]) * r;
+    // Per-head, no weight (v_norm shape), in place.
+    {
+      const int n = 5, d = 64, cols = 4 * d;
+      std::vector<bf16> x = rand_bf16(rng, size_t(n) * cols, 0.7f);
+      DevBuf<bf16> dx(x);
+      run_fused(pdl, {{&x, dx.p}}, [&](cudaStream_t s) {
+        return cuda::rmsnorm(dx.p, cols, nullptr, n, cols, d, nullptr, 1e-6f, dx.p, cols, s);
+      });
+      std::vector<double> ref(x.size());
+      for (int i = 0; i < n * 4; ++i) {
+        double ss = 0;
+        for (int e = 0; e < d; ++e) ss += std::pow(bf(x[size_t(i) * d + e]), 2);
+        const double r = 1.0 / std::sqrt(ss / d + 1e-6);
+        for (int e = 0; e < d; ++e) ref[size_t(i) * d + e] = bf(x[size_t(i) * d + e]) * r;
+      }
+      size_t bad = 0;
+      EXPECT_LT(rel_err(ref, to_float(dx.get()), &bad), kOneRounding);
+      EXPECT_EQ(bad, 0u);
     }
-    size_t bad = 0;
-    EXPECT_LT(rel_err(ref, to_float(dx.get()), &bad), kOneRounding);
-    EXPECT_EQ(bad, 0u);
-  }
   }
 }
 
@@ -178,7 +180,8 @@ struct RopeCase {
 
 void run_rope(const RopeCase& c) {
   char nm[96];
-  std::snprintf(nm, sizeof nm, "hq=%d hkv=%d d=%d R=%d n=%d%s", c.hq, c.hkv, c.d, c.rotary_pairs, c.n, c.pdl ? " pdl" : "");
+  std::snprintf(nm, sizeof nm, "hq=%d hkv=%d d=%d R=%d n=%d%s", c.hq, c.hkv, c.d, c.rotary_pairs, c.n,
+                c.pdl ? " pdl" : "");
   SCOPED_TRACE(nm);
   std::mt19937_64 rng(test_seed() ^ (uint64_t(c.d) << 8) ^ c.rotary_pairs);
   const int n = c.n, nslots = 15 + n;
