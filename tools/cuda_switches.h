@@ -10,8 +10,8 @@ namespace g4c::cli {
 
 inline void add_cuda_switches(CLI::App* cmd, runtime::DeviceFlags& dev) {
   cmd->add_flag("--pdl,!--no-pdl", dev.pdl,
-                "cuda: programmatic dependent launch for the register-direct decode GEMMs (weights fetched "
-                "while the kernel before them finishes; on by default)");
+                "cuda: programmatic dependent launch of the decode GEMMs, decode attention, norms and q/k RoPE "
+                "(each kernel starts while the one before it finishes; on by default)");
   cmd->add_flag("--fuse-siblings,!--no-fuse-siblings", dev.fuse_siblings,
                 "cuda: q/k/v (Linears reading one input) as one GEMM over concatenated weights (on by default)");
   cmd->add_flag("--deterministic", dev.deterministic,

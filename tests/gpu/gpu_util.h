@@ -13,6 +13,10 @@
 #include <random>
 #include <vector>
 
+// Deliberately late producers for the PDL tests (slow_copy.cu).
+cudaError_t slow_copy(const void* src, void* dst, size_t bytes, unsigned sleep_ns, cudaStream_t stream);
+cudaError_t slow_scatter(const void* src, void* const* dst, size_t chunks, unsigned sleep_ns, cudaStream_t stream);
+
 namespace g4c::gputest {
 
 using bf16 = __nv_bfloat16;
@@ -145,6 +149,27 @@ inline Int4Src make_int4(std::mt19937_64& rng, int n, int k, int group, bool asy
   }
   if (asym) { w.z.resize(ng); for (auto& v : w.z) v = uint8_t(nib(rng)); }
   return w;
+}
+
+// PDL tests: launch(s) on a fresh non-blocking stream right after a late producer of its
+// inputs that lets it launch at once (slow_scatter: 200 µs of sleep, then 16-byte chunk i of src
+// to dst[i]); set_pdl(true) for that launch only. A kernel that read its inputs before its
+// griddepcontrol.wait would see whatever dst held before (the tests poison it).
+template <class SetPdl, class Launch>
+void launch_after_late_scatter(const std::vector<bf16>& src, const std::vector<void*>& dst, SetPdl&& set_pdl,
+                               Launch&& launch) {
+  DevBuf<bf16> dsrc(src);
+  DevBuf<void*> ddst(dst);
+  cudaStream_t s;
+  G4C_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  G4C_CUDA_OK(cudaDeviceSynchronize());
+  set_pdl(true);
+  const cudaError_t producer = slow_scatter(dsrc.p, ddst.p, dst.size(), 200000, s);
+  const cudaError_t e = producer == cudaSuccess ? launch(s) : producer;
+  set_pdl(false);
+  G4C_CUDA_OK(e);
+  G4C_CUDA_OK(cudaStreamSynchronize(s));
+  G4C_CUDA_OK(cudaStreamDestroy(s));
 }
 
 }  // namespace g4c::gputest

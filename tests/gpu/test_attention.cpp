@@ -10,9 +10,6 @@
 #include "runtime/cuda/fused.cuh"
 #include "tests/gpu/gpu_util.h"
 
-cudaError_t slow_scatter(const void* src, void* const* dst, size_t chunks, unsigned sleep_ns,
-                         cudaStream_t stream);  // slow_copy.cu
-
 namespace g4c::gputest {
 namespace {
 
@@ -234,18 +231,9 @@ void run_attn(const AttnCase& c) {
     std::vector<void*> dst(late_off.size());
     for (size_t i = 0; i < dst.size(); ++i)
       dst[i] = (i < q.size() / 8 ? dq.p : late_is_v[i] ? dv.p : dk.p) + late_off[i];
-    DevBuf<bf16> dsrc(late_src);
-    DevBuf<void*> ddst(dst);
-    cudaStream_t s;
-    G4C_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    G4C_CUDA_OK(cudaDeviceSynchronize());
-    cuda::attention_set_pdl(true);
-    G4C_CUDA_OK(slow_scatter(dsrc.p, ddst.p, dst.size(), 200000, s));
-    const cudaError_t e = cuda::attention(dq.p, c.hq, c.hkv, c.d, kv, b, c.window, 1.0f, dout.p, splits, ws.p, wsb, s);
-    cuda::attention_set_pdl(false);
-    G4C_CUDA_OK(e);
-    G4C_CUDA_OK(cudaStreamSynchronize(s));
-    G4C_CUDA_OK(cudaStreamDestroy(s));
+    launch_after_late_scatter(late_src, dst, cuda::attention_set_pdl, [&](cudaStream_t s) {
+      return cuda::attention(dq.p, c.hq, c.hkv, c.d, kv, b, c.window, 1.0f, dout.p, splits, ws.p, wsb, s);
+    });
   } else {
     G4C_CUDA_OK(cuda::attention(dq.p, c.hq, c.hkv, c.d, kv, b, c.window, 1.0f, dout.p, splits, ws.p,
                                 wsb, nullptr));

@@ -5,9 +5,6 @@
 #include "runtime/cuda/fused.cuh"
 #include "tests/gpu/gpu_util.h"
 
-cudaError_t slow_scatter(const void* src, void* const* dst, size_t chunks, unsigned sleep_ns,
-                         cudaStream_t stream);  // slow_copy.cu
-
 namespace g4c::gputest {
 namespace {
 
@@ -33,18 +30,7 @@ void run_fused(bool pdl, const Inputs& in, F&& launch) {
     src.insert(src.end(), h->begin(), h->end());
     for (size_t i = 0; i < h->size(); i += 8) dst.push_back(d + i);
   }
-  DevBuf<bf16> dsrc(src);
-  DevBuf<void*> ddst(dst);
-  cudaStream_t s;
-  G4C_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  G4C_CUDA_OK(cudaDeviceSynchronize());
-  cuda::fused_set_pdl(true);
-  G4C_CUDA_OK(slow_scatter(dsrc.p, ddst.p, dst.size(), 200000, s));
-  const cudaError_t e = launch(s);
-  cuda::fused_set_pdl(false);
-  G4C_CUDA_OK(e);
-  G4C_CUDA_OK(cudaStreamSynchronize(s));
-  G4C_CUDA_OK(cudaStreamDestroy(s));
+  launch_after_late_scatter(src, dst, cuda::fused_set_pdl, launch);
 }
 
 // Outputs rounded to bf16 once from an fp32 value the reference computes in float64: the

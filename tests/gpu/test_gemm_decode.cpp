@@ -14,8 +14,6 @@
 #include "runtime/cuda/gemm_decode.cuh"
 #include "tests/gpu/gpu_util.h"
 
-cudaError_t slow_copy(const void* src, void* dst, size_t bytes, unsigned sleep_ns, cudaStream_t stream);  // slow_copy.cu
-
 namespace g4c::gputest {
 namespace {
 
