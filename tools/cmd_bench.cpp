@@ -18,12 +18,12 @@
 #include "models/progress.h"
 #include "models/tokenizer.h"
 #include "runtime/cuda_backend/select.h"
-#include "tools/cuda_switches.h"
 #include "runtime/engine.h"
 #include "runtime/serving.h"
 #include "tools/bench_plot.h"
 #include "tools/bench_roofline.h"
 #include "tools/cli.h"
+#include "tools/cuda_switches.h"
 
 namespace g4c::cli {
 namespace {

@@ -12,9 +12,9 @@
 #include "runtime/engine.h"
 #include "runtime/serving.h"
 #include "runtime/cuda_backend/select.h"
-#include "tools/cuda_switches.h"
 #include "tools/cli.h"
 #include "tools/compile_plan.h"
+#include "tools/cuda_switches.h"
 
 namespace g4c::cli {
 namespace {
