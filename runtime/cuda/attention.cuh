@@ -77,7 +77,8 @@ int attention_combine_cluster_size(const AttnBatch& b, int hq, int hkv, int d, i
 int attention_cluster_capacity(int d, int splits, cudaStream_t stream);
 // Prefill kernel (queries · G > 16 per request, stored K, d 256 / 512): −1 = the default (the
 // Hopper wgmma kernel of attention_sm90.cu, its fastest variant), 0 = the flash kernel
-// (mma.sync; also d 64 / 128 and K from V), 1 … 6 = a given sm90 variant (attention_sm90.cu).
+// (mma.sync; also d 64 / 128 and K from V), 1 … 10 = a given sm90 variant (attention_sm90.cu;
+// 9 / 10: attention_sm90_ws.cu).
 // Process-wide; for tests and benchmarks.
 void attention_set_prefill_kernel(int k);
 

@@ -213,5 +213,9 @@ int attn_decode_coop_blocks_per_sm(int d);
 // attention_sm90.cu. cudaErrorInvalidValue for another d or variant.
 cudaError_t launch_attn_sm90(const detail::AttnArgs& a, int d, int variant, int max_q_len, int num_requests,
                              cudaStream_t stream);
+// Its warp-specialized persistent form (attention_sm90_ws.cu, variant 9 / 10): d = 256, one KV
+// split, one column part, 16-byte-aligned output; regs: the register split (0 / 1, see there).
+cudaError_t launch_attn_sm90_ws(const detail::AttnArgs& a, int max_q_len, int num_requests, int regs,
+                                cudaStream_t stream);
 
 }  // namespace g4c::cuda

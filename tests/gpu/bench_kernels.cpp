@@ -387,10 +387,14 @@ void bench_attention() {
         // The Hopper wgmma kernel's variants (attention_sm90.cu): key tile 32 / 64 × one / two
         // warpgroups (v1 … v4), v5 / v6 = v4 / v3 with softmax overlapping P·V (d 512: v1, v3, v5),
         // all launched heaviest block first; v7 = v5 in launch order by query block; v8 = v5 with
-        // long blocks' key ranges split over 2-block clusters (d 512: = v5).
+        // long blocks' key ranges split over 2-block clusters (d 512: = v5); v9 / v10: warp-specialized
+        // and persistent (attention_sm90_ws.cu; two register splits; d 512: = v5).
         if (L.d == 256 || L.d == 512)
-          for (int kvar : {1, 2, 3, 4, 5, 6, 7, 8}) {
+          for (int kvar : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}) {
             if (L.d == 512 && (kvar % 2 == 0) && kvar < 7) continue;
+            // G4C_BENCH_PVARS="5,9": time only these variants (quick A/Bs).
+            if (const char* pv = std::getenv("G4C_BENCH_PVARS"))
+              if ((std::string(",") + pv + ",").find("," + std::to_string(kvar) + ",") == std::string::npos) continue;
             const double t = time_prefill(kvar);
             std::printf("   sm90 v%d %.1f us %.0f TF %.1f%%", kvar, t * 1e3, flops / (t * 1e-3) / 1e12, pct(t));
           }

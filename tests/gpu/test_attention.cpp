@@ -472,7 +472,7 @@ TEST(GpuAttention, DecodeClusterCombine) {
 // block), and split-KV over a prefill chunk (the workspace path). Same reference and bound.
 TEST(GpuAttention, PrefillHopperKernel) {
   G4C_REQUIRE_GPU();
-  for (int variant : {0, 1, 2, 3, 4, 5, 6, 7, 8}) {
+  for (int variant : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}) {
     struct Use {
       explicit Use(int v) { cuda::attention_set_prefill_kernel(v); }
       ~Use() { cuda::attention_set_prefill_kernel(-1); }

@@ -1,0 +1,375 @@
+// Warp-specialized, persistent Hopper (sm_90a) prefill attention (variant 9 of launch_attn_sm90,
+// 2026-12-04, ninth session): the variant-5 tile loop (attention_sm90.cu: S = Q·Kᵀ and O += P·V
+// on wgmma, softmax overlapping the previous tile's P·V, lazy rescale) fed by a producer warp.
+//
+// Why (BENCHMARKS.md, Attention, eighth session): at hd 256 W1024 2k a variant-5 block spends
+// 4.2–5.3 µs from its start to its first tile (96 KB of Q and K through per-thread cp.async
+// issued by the same threads that then wait) and 2.1 µs storing its output, twice on the
+// critical path (two waves of query blocks). Here one block per SM walks its query blocks
+// (items) and the loads of item j + 1 run under item j's last tiles and output stores.
+//
+// Block = 3 warpgroups (384 threads, one per SM):
+//   warpgroup 0: warp 0 is the producer (setmaxnreg 48; warps 1–3 leave): per item, Q (128
+//     rows: 64 tokens × G heads) once the consumers have released the Q buffer, then per key
+//     tile K(i + 1) and V(i) into the tile's stage once released — 16-byte cp.async per lane,
+//     one 512-byte row per warp instruction, the row's slot (paged / ring) computed by lane
+//     (key & 31) and shuffled — each group signalled by cp.async.mbarrier.arrive.noinc on the
+//     buffer's `full` barrier (it completes when the lane's copies have landed).
+//   warpgroups 1, 2 (consumers, setmaxnreg 224): 64 query rows each, the variant-5 loop; each
+//     waits `full`, fences the proxies (cp.async writes are generic-proxy, wgmma reads
+//     async-proxy), and arrives on `empty` once its wgmmas reading the buffer have completed.
+//     Output: normalized, staged per warpgroup in 16 KB of shared memory (half the columns at a
+//     time, 16-byte chunks XOR-swizzled per row), stored as 256-byte row segments.
+// Shared memory: Q 64 KB, two K and two V stages of 32 KB, 2 × 16 KB staging = 224 KB.
+// Items: (query block, request · kv head) in the heavy-first order of variant 5; block b takes
+// items b, b + P, b + 2P … (P = gridDim.x = min(items, the stream's SMs)).
+// d = 256, one KV split, 16-byte-aligned output only (launch_attn_sm90 routes the rest to 5).
+#include "runtime/cuda/attention.cuh"
+
+#include "runtime/cuda/attention_impl.cuh"
+#include "runtime/cuda/common.cuh"
+#include "runtime/cuda/gemm.cuh"  // gemm_stream_sms
+#include "runtime/cuda/mbarrier.cuh"
+#include "runtime/cuda/wgmma.cuh"
+
+#include <algorithm>
+
+namespace g4c::cuda {
+using namespace detail;
+
+namespace {
+
+constexpr int kWD = 256, kWBK = 64, kWRows = 128, kWThreads = 384;
+constexpr int kWQ = kWRows * kWD * 2;   // 64 KB
+constexpr int kWKV = kWBK * kWD * 2;    // 32 KB per K or V stage
+constexpr int kWStg = 64 * 128 * 2;   // 16 KB per consumer warpgroup: 64 rows × 128 columns
+constexpr int kWSmem = kWQ + 4 * kWKV + 2 * kWStg + 1024;  // + base alignment slack
+
+// 16-byte cp.async, zero fill when bytes = 0.
+__device__ __forceinline__ void cp_async16_sz(uint32_t saddr, const void* gmem, uint32_t bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(saddr), "l"(gmem), "r"(bytes));
+}
+// Arrives on b when every cp.async this thread issued before has landed (no pending-count change).
+__device__ __forceinline__ void cp_async_arrive_noinc(uint64_t* b) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_u32(b)) : "memory");
+}
+__device__ __forceinline__ void wg_bar(int id) { asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory"); }
+
+// The i-th item of block b's walk: the query block / request · kv head of variant 5's heavy-first
+// order (grid y from the last query block down, x = request · kv head).
+__device__ __forceinline__ AttnBlock ws_item(const AttnArgs& a, int k, int nx, int ny) {
+  return attn_block<kWBK>(a, kWRows, ny - 1 - k / nx, k % nx, 0);
+}
+
+// PR / CR: the producer's / consumers' registers (setmaxnreg; PR·128 + CR·256 ≤ 64K).
+template <int PR, int CR>
+__global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnArgs a, int nx, int ny) {
+  static_assert(PR * 128 + CR * 256 <= 65536 && PR % 8 == 0 && CR % 8 == 0, "register split");
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  const uint32_t qaddr = smem_u32(base), kaddr0 = qaddr + kWQ, vaddr0 = kaddr0 + 2 * kWKV, saddr0 = vaddr0 + 2 * kWKV;
+  // full: count 32 (the producer lanes' noinc arrivals); empty: count 256 (every consumer thread).
+  __shared__ uint64_t qfull, qempty, kfull[2], kempty[2], vfull[2], vempty[2];
+  const int tid = threadIdx.x;
+  if (tid == 0) {
+    mbar_init(&qfull, 32);
+    mbar_init(&qempty, 256);
+    for (int s = 0; s < 2; ++s) {
+      mbar_init(&kfull[s], 32);
+      mbar_init(&vfull[s], 32);
+      mbar_init(&kempty[s], 256);
+      mbar_init(&vempty[s], 256);
+    }
+  }
+  __syncthreads();
+  const int items = nx * ny;
+  const int G = a.g, lg = __ffs(G) - 1;  // G: a power of two (attention() checks 16 % G == 0)
+
+  if (tid < 128) {
+    // ------------------------------------------------------------------------------ producer
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PR) : "memory");
+    if (tid >= 32) return;
+    const int lane = tid;
+    const uint32_t kv16 = uint32_t(a.hkv) * (kWD / 8);  // 16-byte units per slot
+    // Lane's chunk in row kr of a 64-row canonical tile: column block (lane / 8), 128-byte row,
+    // chunk (lane & 7) swizzled by kr & 7 (cbs<64>, bytes).
+    const uint32_t cb64 = uint32_t(lane >> 3) * (kWBK * 128);
+    uint32_t kt = 0, qi = 0;  // K/V tiles and items produced so far
+    for (int k = blockIdx.x; k < items; k += gridDim.x) {
+      const AttnBlock blk = ws_item(a, k, nx, ny);
+      if (blk.qt0 >= blk.qlen) continue;
+      const int n = blk.t_hi - blk.t_lo;
+      // Q: row ρ = token (ρ >> lg) · G heads, lane = 16-byte chunk; rows past ntq zero.
+      mbar_wait(&qempty, (qi & 1) ^ 1);
+      {
+        const uint32_t cb128 = uint32_t(lane >> 3) * (kWRows * 128);
+        const bf16* q = a.q + (long(blk.q0) + blk.qt0) * a.hq * kWD + long(blk.hk) * G * kWD + lane * 8;
+#pragma unroll 8
+        for (int rho = 0; rho < kWRows; ++rho) {
+          const int tq = rho >> lg;
+          const bool ok = tq < blk.ntq;
+          const bf16* src = ok ? q + (long(tq) * a.hq + (rho & (G - 1))) * kWD : a.q;
+          cp_async16_sz(qaddr + cb128 + rho * 128 + ((uint32_t((lane & 7) ^ (rho & 7))) << 4), src, ok ? 16u : 0u);
+        }
+        cp_async_arrive_noinc(&qfull);
+      }
+      const uint4* kb = reinterpret_cast<const uint4*>(a.kv.k + long(blk.hk) * kWD) + lane;
+      const uint4* vb = reinterpret_cast<const uint4*>(a.kv.v + long(blk.hk) * kWD) + lane;
+      // Slots (16-byte units) of keys tile·64 + lane and + 32; keys ≥ kend take kend − 1's row
+      // (finite bytes: P·V = 0 there; variant 5 does the same).
+      auto offs = [&](int i, uint32_t& o0, uint32_t& o1) {
+        const int j = (blk.t_lo + i) * kWBK + lane;
+        o0 = uint32_t(kv_slot(a.kv, blk.r, min(j, blk.kend - 1))) * kv16;
+        o1 = uint32_t(kv_slot(a.kv, blk.r, min(j + 32, blk.kend - 1))) * kv16;
+      };
+      auto load = [&](uint32_t dst, const uint4* src, uint32_t o0, uint32_t o1, uint64_t* full) {
+#pragma unroll 16
+        for (int kr = 0; kr < kWBK; ++kr) {
+          const uint32_t o = __shfl_sync(0xffffffffu, kr < 32 ? o0 : o1, kr & 31);
+          cp_async16_s(dst + cb64 + kr * 128 + (uint32_t((lane & 7) ^ (kr & 7)) << 4), src + o);
+        }
+        cp_async_arrive_noinc(full);
+      };
+      uint32_t c0 = 0, c1 = 0, n0 = 0, n1 = 0;  // offsets of tile i (c) and i + 1 (n)
+      if (n > 0) {
+        offs(0, c0, c1);
+        const uint32_t s = kt & 1;
+        mbar_wait(&kempty[s], ((kt >> 1) & 1) ^ 1);
+        load(kaddr0 + s * kWKV, kb, c0, c1, &kfull[s]);
+      }
+      for (int i = 0; i < n; ++i) {  // K(i + 1), then V(i): the order the consumers need them
+        if (i + 1 < n) {
+          offs(i + 1, n0, n1);
+          const uint32_t u = kt + i + 1, s = u & 1;
+          mbar_wait(&kempty[s], ((u >> 1) & 1) ^ 1);
+          load(kaddr0 + s * kWKV, kb, n0, n1, &kfull[s]);
+        }
+        const uint32_t u = kt + i, s = u & 1;
+        mbar_wait(&vempty[s], ((u >> 1) & 1) ^ 1);
+        load(vaddr0 + s * kWKV, vb, c0, c1, &vfull[s]);
+        c0 = n0;
+        c1 = n1;
+      }
+      kt += n;
+      ++qi;
+    }
+    cp_async_wait<0>();  // nothing in flight when the warp leaves
+    return;
+  }
+
+  // -------------------------------------------------------------------------------- consumers
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CR) : "memory");
+  const int ctid = tid - 128, cw = ctid >> 5, wg = cw >> 2;  // consumer warp 0..7, warpgroup 0..1
+  const int lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const int rho0 = cw * 16 + g, rho1 = rho0 + 8;  // block rows (warpgroup wg: 64·wg … 64·wg + 63)
+  const uint64_t dq = sw128_desc(qaddr + wg * (64 * 128));
+  const uint64_t dk[2] = {sw128_desc(kaddr0), sw128_desc(kaddr0 + kWKV)};
+  const uint64_t dv[2] = {sw128_desc_mn(vaddr0, kWBK * 128), sw128_desc_mn(vaddr0 + kWKV, kWBK * 128)};
+  const uint32_t stg = saddr0 + wg * kWStg;
+  unsigned char* stg_p = base + (saddr0 - qaddr) + wg * kWStg;
+  const float sl = a.scale_log2;
+  uint32_t kt = 0, qi = 0;
+  float o[kWD / 2];
+  float s[kWBK / 2];
+  uint32_t pa[kWBK / 16][4];
+  for (int k = blockIdx.x; k < items; k += gridDim.x) {
+    const AttnBlock blk = ws_item(a, k, nx, ny);
+    if (blk.qt0 >= blk.qlen) continue;
+    const int n = blk.t_hi - blk.t_lo, t_lo = blk.t_lo, ntq = blk.ntq, ctx = blk.ctx, qt0 = blk.qt0;
+    const bool valid0 = (rho0 >> lg) < ntq, valid1 = (rho1 >> lg) < ntq;
+    const int p0 = ctx + qt0 + (rho0 >> lg), p1 = ctx + qt0 + (rho1 >> lg);
+    const int pmin = ctx + qt0, pmax = ctx + qt0 + ntq - 1;  // keys every valid row sees: ≤ pmin, > pmax − W
+#pragma unroll
+    for (int i = 0; i < kWD / 2; ++i) o[i] = 0.f;
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+
+    auto issue_s = [&](uint32_t u) {
+      const uint64_t dks = (u & 1) ? dk[1] : dk[0];
+#pragma unroll
+      for (int j = 0; j < kWBK / 2; ++j) s[j] = 0.f;
+      wgmma_fence();
+#pragma unroll
+      for (int kd = 0; kd < kWD / 16; ++kd)
+        wgmma_ss(s, dq + (((kd >> 2) * (kWRows * 128) + (kd & 3) * 32) >> 4),
+                 dks + (((kd >> 2) * (kWBK * 128) + (kd & 3) * 32) >> 4));
+      wgmma_commit();
+    };
+    auto issue_pv = [&](uint32_t u) {
+      const uint64_t dvs = (u & 1) ? dv[1] : dv[0];
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kWBK / 16; ++kk) wgmma_rs_tb(o, pa[kk], dvs + ((kk * 2048) >> 4));
+      wgmma_commit();
+    };
+    // Variant 5's softmax (attention_sm90.cu): unscaled scores, the scale folded into the
+    // exponent, masks only on tiles some row does not see whole, lazy rescale by 2^8.
+    auto softmax = [&](int i, float& c0, float& c1) {
+      const int j0 = (t_lo + i) * kWBK;
+      const bool whole = j0 + kWBK - 1 <= pmin && (a.window == 0 || j0 > pmax - a.window);
+      float mx0 = -INFINITY, mx1 = -INFINITY;
+      if (whole) {
+#pragma unroll
+        for (int e = 0; e < kWBK / 2; e += 4) {
+          mx0 = fmaxf(mx0, fmaxf(s[e], s[e + 1]));
+          mx1 = fmaxf(mx1, fmaxf(s[e + 2], s[e + 3]));
+        }
+      } else {
+#pragma unroll
+        for (int e = 0; e < kWBK / 2; ++e) {
+          const int j = j0 + (e >> 2) * 8 + 2 * t + (e & 1);
+          const bool hi = (e >> 1) & 1;
+          const int p = hi ? p1 : p0;
+          const bool vis = (hi ? valid1 : valid0) && j <= p && (a.window == 0 || j > p - a.window);
+          const float v = vis ? s[e] : -INFINITY;
+          s[e] = v;
+          if (hi) mx1 = fmaxf(mx1, v); else mx0 = fmaxf(mx0, v);
+        }
+      }
+#pragma unroll
+      for (int off = 1; off <= 2; off <<= 1) {
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, off));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, off));
+      }
+      mx0 *= sl;
+      mx1 *= sl;
+      const float mn0 = mx0 > m0 + 8.f ? mx0 : m0, mn1 = mx1 > m1 + 8.f ? mx1 : m1;
+      const float b0 = mn0 == -INFINITY ? 0.f : mn0, b1 = mn1 == -INFINITY ? 0.f : mn1;
+      c0 = mn0 == m0 ? 1.f : fast_exp2(m0 - b0);
+      c1 = mn1 == m1 ? 1.f : fast_exp2(m1 - b1);
+      float ls0 = 0.f, ls1 = 0.f;
+#pragma unroll
+      for (int e = 0; e < kWBK / 2; e += 4) {
+        s[e] = fast_exp2(fmaf(s[e], sl, -b0));
+        s[e + 1] = fast_exp2(fmaf(s[e + 1], sl, -b0));
+        s[e + 2] = fast_exp2(fmaf(s[e + 2], sl, -b1));
+        s[e + 3] = fast_exp2(fmaf(s[e + 3], sl, -b1));
+        ls0 += s[e] + s[e + 1];
+        ls1 += s[e + 2] + s[e + 3];
+      }
+      l0 = l0 * c0 + ls0;
+      l1 = l1 * c1 + ls1;
+      m0 = mn0;
+      m1 = mn1;
+    };
+    auto rescale_pack = [&](float c0, float c1) {
+      if (__any_sync(0xffffffffu, c0 != 1.f || c1 != 1.f)) {
+#pragma unroll
+        for (int e = 0; e < kWD / 2; e += 4) {
+          o[e] *= c0; o[e + 1] *= c0; o[e + 2] *= c1; o[e + 3] *= c1;
+        }
+      }
+#pragma unroll
+      for (int kk = 0; kk < kWBK / 16; ++kk) {
+        pa[kk][0] = pack_bf162(s[8 * kk], s[8 * kk + 1]);
+        pa[kk][1] = pack_bf162(s[8 * kk + 2], s[8 * kk + 3]);
+        pa[kk][2] = pack_bf162(s[8 * kk + 4], s[8 * kk + 5]);
+        pa[kk][3] = pack_bf162(s[8 * kk + 6], s[8 * kk + 7]);
+      }
+    };
+    auto wait_full = [&](uint64_t* full, uint32_t u) {
+      mbar_wait(full, (u >> 1) & 1);
+      fence_proxy_async();  // the producer's cp.async writes (generic proxy) → wgmma reads (async proxy)
+    };
+
+    mbar_wait(&qfull, qi & 1);
+    fence_proxy_async();
+    float c0, c1;
+    if (n > 0) {
+      const uint32_t u = kt;
+      wait_full(&kfull[u & 1], u);
+      issue_s(u);
+      wgmma_wait0();
+      fence_regs(s);
+      mbar_arrive(&kempty[u & 1]);
+      softmax(0, c0, c1);
+      rescale_pack(c0, c1);
+    }
+    for (int i = 1; i < n; ++i) {
+      const uint32_t u = kt + i, w = u - 1;
+      wait_full(&kfull[u & 1], u);
+      issue_s(u);
+      wait_full(&vfull[w & 1], w);
+      issue_pv(w);
+      wgmma_wait1();  // S(i) done; P·V(i − 1) may still run
+      fence_regs(s);
+      mbar_arrive(&kempty[u & 1]);
+      softmax(i, c0, c1);
+      wgmma_wait0();
+      fence_regs(o);
+      fence_regs(pa);
+      mbar_arrive(&vempty[w & 1]);
+      rescale_pack(c0, c1);
+    }
+    mbar_arrive(&qempty);  // every S of the item has completed: the producer may load the next Q
+    if (n > 0) {
+      const uint32_t w = kt + n - 1;
+      wait_full(&vfull[w & 1], w);
+      issue_pv(w);
+      wgmma_wait0();
+      fence_regs(o);
+      mbar_arrive(&vempty[w & 1]);
+    }
+    kt += n;
+    ++qi;
+
+    // Output: normalized, through the warpgroup's staging buffer, 128 columns at a time.
+#pragma unroll
+    for (int off = 1; off <= 2; off <<= 1) {
+      l0 += __shfl_xor_sync(0xffffffffu, l0, off);
+      l1 += __shfl_xor_sync(0xffffffffu, l1, off);
+    }
+    const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
+    const int r0 = (cw & 3) * 16 + g;  // the thread's rows in the warpgroup's 64 (r0 & 7 = g)
+    const int wtid = ctid & 127;
+    const long row_base = (long(blk.q0) + qt0) * a.hq + long(blk.hk) * G;  // token qt0, head hk·G
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      wg_bar(1 + wg);  // the previous pass's reads of the staging buffer are done
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        const int nd = half * 16 + j;
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(stg + r0 * 256 + ((j ^ g) << 4) + 4 * t),
+                     "r"(pack_bf162(o[4 * nd] * inv0, o[4 * nd + 1] * inv0)) : "memory");
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(stg + (r0 + 8) * 256 + ((j ^ g) << 4) + 4 * t),
+                     "r"(pack_bf162(o[4 * nd + 2] * inv1, o[4 * nd + 3] * inv1)) : "memory");
+      }
+      wg_bar(1 + wg);
+#pragma unroll
+      for (int it = 0; it < 8; ++it) {
+        const int idx = it * 128 + wtid, row = idx >> 4, c = idx & 15;
+        const int rho = wg * 64 + row;
+        if ((rho >> lg) < ntq) {
+          const uint4 v = *reinterpret_cast<const uint4*>(stg_p + row * 256 + ((c ^ (row & 7)) << 4));
+          bf16* dst = a.out + (row_base + long(rho >> lg) * a.hq + (rho & (G - 1))) * kWD + half * 128 + c * 8;
+          *reinterpret_cast<uint4*>(dst) = v;
+        }
+      }
+    }
+  }
+}
+
+template <int PR, int CR>
+cudaError_t launch_ws(const AttnArgs& a, int max_q_len, int num_requests, cudaStream_t stream) {
+  auto kern = attn_sm90_ws_kernel<PR, CR>;
+  static const cudaError_t attr =  // once per instantiation (one device assumed)
+      cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, kWSmem);
+  if (attr != cudaSuccess) return attr;
+  const int tq = kWRows / a.g;
+  const int nx = num_requests * a.hkv, ny = (max_q_len + tq - 1) / tq;
+  const long items = long(nx) * ny;
+  if (items == 0) return cudaSuccess;
+  const int grid = int(std::min<long>(items, gemm_stream_sms(stream)));
+  kern<<<grid, kWThreads, kWSmem, stream>>>(a, nx, ny);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+// regs 0: producer 48 / consumers 224 registers (no spill, ptxas 13.0); 1: 40 / 232 (4 bytes of
+// producer spill).
+cudaError_t launch_attn_sm90_ws(const AttnArgs& a, int max_q_len, int num_requests, int regs, cudaStream_t stream) {
+  return regs == 1 ? launch_ws<40, 232>(a, max_q_len, num_requests, stream)
+                   : launch_ws<48, 224>(a, max_q_len, num_requests, stream);
+}
+
+}  // namespace g4c::cuda
