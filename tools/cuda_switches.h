@@ -22,6 +22,10 @@ inline void add_cuda_switches(CLI::App* cmd, runtime::DeviceFlags& dev) {
                 "(on by default; --no-whole-tiles: stream-K ranges everywhere)");
   cmd->add_flag("--device-argmax,!--no-device-argmax", dev.device_argmax,
                 "cuda: greedy tokens from an argmax on the device, so only token ids are copied back (on by default)");
+  cmd->add_option("--prefill-attention", dev.prefill_attention,
+                  "cuda: prefill attention kernel, -1 the default rule, 0 the flash kernel, 1-11 a Hopper variant "
+                  "(9-11 warp-specialized; 11 stream-K; BENCHMARKS.md, Attention)")
+      ->check(CLI::Range(-1, 11));
 }
 
 }  // namespace g4c::cli

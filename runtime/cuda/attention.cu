@@ -424,7 +424,8 @@ cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, 
     err = launch_attn_decode_coop(a, d, b.num_requests, g_attn_pdl, c, stream);
     if (c > 0) return err;
   } else if (!small && !kv.k_norm && (d == 256 || d == 512) && g_prefill_kernel != 0) {
-    err = launch_attn_sm90(a, d, sm90_variant(d, b, g, hkv, splits, stream), b.max_q_len, b.num_requests, stream);
+    err = launch_attn_sm90(a, d, sm90_variant(d, b, g, hkv, splits, stream), b.max_q_len, b.num_requests, stream,
+                           workspace, workspace_bytes);
   } else if (kv.k_norm) {  // K=V once: k_eq_v full layers (tiny d 128, 12B d 512)
     switch (d) {
       case 128: err = small ? launch_attn<128, 1, true>(a, b.max_q_len, b.num_requests, stream)

@@ -77,10 +77,17 @@ int attention_combine_cluster_size(const AttnBatch& b, int hq, int hkv, int d, i
 int attention_cluster_capacity(int d, int splits, cudaStream_t stream);
 // Prefill kernel (queries · G > 16 per request, stored K, d 256 / 512): −1 = the default (the
 // Hopper wgmma kernel of attention_sm90.cu, its fastest variant), 0 = the flash kernel
-// (mma.sync; also d 64 / 128 and K from V), 1 … 10 = a given sm90 variant (attention_sm90.cu;
-// 9 / 10: attention_sm90_ws.cu).
+// (mma.sync; also d 64 / 128 and K from V), 1 … 11 = a given sm90 variant (attention_sm90.cu;
+// 9 … 11: attention_sm90_ws.cu; 11 needs attention_prefill_workspace_bytes of workspace).
 // Process-wide; for tests and benchmarks.
 void attention_set_prefill_kernel(int k);
+// The stream-K prefill variant (11): `blocks` > 0 caps its grid (tests: pieces of one query block
+// over many blocks), 0 = one block per SM of the stream; `fixed` = F, the units of fixed cost
+// each query block weighs on top of its key tiles in the even split (default 1). Process-wide.
+void attention_set_prefill_sk(int blocks, int fixed);
+// Workspace with which prefill variant 11 runs on `sms` SMs (0: the device's): a 4 KB flag header
+// and ≈ 132 KB per block (17.8 MB on 132 SMs). Independent of the batch.
+size_t attention_prefill_workspace_bytes(int sms = 0);
 
 // Decode launches by programmatic dependent launch (off by default; the CUDA runtime turns it on
 // with the decode GEMMs' PDL): the cooperative decode kernel may start while the kernel ahead of

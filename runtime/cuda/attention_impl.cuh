@@ -212,10 +212,11 @@ int attn_decode_coop_blocks_per_sm(int d);
 // The Hopper wgmma prefill kernel (attention_sm90.cu), d ∈ {256, 512}, stored K; variants in
 // attention_sm90.cu. cudaErrorInvalidValue for another d or variant.
 cudaError_t launch_attn_sm90(const detail::AttnArgs& a, int d, int variant, int max_q_len, int num_requests,
-                             cudaStream_t stream);
-// Its warp-specialized persistent form (attention_sm90_ws.cu, variant 9 / 10): d = 256, one KV
-// split, one column part, 16-byte-aligned output; regs: the register split (0 / 1, see there).
-cudaError_t launch_attn_sm90_ws(const detail::AttnArgs& a, int max_q_len, int num_requests, int regs,
-                                cudaStream_t stream);
+                             cudaStream_t stream, void* ws = nullptr, size_t ws_bytes = 0);
+// Its warp-specialized persistent form (attention_sm90_ws.cu, variants 9 … 11): d = 256, one KV
+// split, one column part, 16-byte-aligned output. 11 (stream-K) needs ws_bytes ≥
+// attention_prefill_workspace_bytes(the stream's SMs), else it runs as 9.
+cudaError_t launch_attn_sm90_ws(const detail::AttnArgs& a, int max_q_len, int num_requests, int variant, void* ws,
+                                size_t ws_bytes, cudaStream_t stream);
 
 }  // namespace g4c::cuda

@@ -437,12 +437,13 @@ cudaError_t launch(const AttnArgs& a, int max_q_len, int num_requests, cudaStrea
 }  // namespace
 
 cudaError_t launch_attn_sm90(const AttnArgs& a, int d, int variant, int max_q_len, int num_requests,
-                             cudaStream_t stream) {
+                             cudaStream_t stream, void* ws, size_t ws_bytes) {
   // 1: BK 32, one warpgroup; 2: BK 64, one; 3: BK 32, two; 4: BK 64, two; 5 / 6 = 4 / 3 with
   // PIPE (d = 512: BK 32 only, 64 would not fit the registers; 2 = 1, 4 = 3, 6 = 5 there); 7 = 5
   // with the blocks in launch order by query block (not HEAVY first; for comparison); 8 = 5 with
   // split key ranges (CL; d = 256 and one KV split only, else 5); 9 / 10: 5's tile loop
-  // warp-specialized and persistent (attention_sm90_ws.cu; d = 256, one KV split, else 5). Shared
+  // warp-specialized and persistent, 11: the same sharing the key tiles evenly (stream-K, with
+  // the workspace ws; attention_sm90_ws.cu; d = 256, one KV split, else 5). Shared
   // memory: 1 ≈ 97 KB, 2 ≈ 161 KB, 3 ≈ 129 KB, 4 ≈ 193 KB at d = 256; d = 512: 1 ≈ 161 KB, 3 ≈ 225 KB.
   if (d == 256) switch (variant) {
       case 1: return launch<256, 32, 1>(a, max_q_len, num_requests, stream);
@@ -455,9 +456,9 @@ cudaError_t launch_attn_sm90(const AttnArgs& a, int d, int variant, int max_q_le
       case 8:
         return a.splits == 1 ? launch<256, 64, 2, true, true, true>(a, max_q_len, num_requests, stream)
                              : launch<256, 64, 2, true>(a, max_q_len, num_requests, stream);
-      case 9: case 10:  // warp-specialized, persistent (attention_sm90_ws.cu); else 5
+      case 9: case 10: case 11:  // warp-specialized, persistent (attention_sm90_ws.cu); else 5
         return a.splits == 1 && a.dv_parts == 1 && (reinterpret_cast<uintptr_t>(a.out) & 15) == 0
-                   ? launch_attn_sm90_ws(a, max_q_len, num_requests, variant - 9, stream)
+                   ? launch_attn_sm90_ws(a, max_q_len, num_requests, variant, ws, ws_bytes, stream)
                    : launch<256, 64, 2, true>(a, max_q_len, num_requests, stream);
     }
   if (d == 512) switch (variant) {
@@ -465,7 +466,7 @@ cudaError_t launch_attn_sm90(const AttnArgs& a, int d, int variant, int max_q_le
       case 3: case 4: return launch<512, 32, 2>(a, max_q_len, num_requests, stream);
       case 5: case 6: return launch<512, 32, 2, true>(a, max_q_len, num_requests, stream);
       case 7: return launch<512, 32, 2, true, false>(a, max_q_len, num_requests, stream);
-      case 8: case 9: case 10: return launch<512, 32, 2, true>(a, max_q_len, num_requests, stream);  // no CL / WS: O does not fit
+      case 8: case 9: case 10: case 11: return launch<512, 32, 2, true>(a, max_q_len, num_requests, stream);  // no CL / WS: O does not fit
     }
   return cudaErrorInvalidValue;
 }

@@ -1,32 +1,39 @@
-// Warp-specialized, persistent Hopper (sm_90a) prefill attention (variant 9 of launch_attn_sm90,
-// 2026-12-04, ninth session): the variant-5 tile loop (attention_sm90.cu: S = Q·Kᵀ and O += P·V
-// on wgmma, softmax overlapping the previous tile's P·V, lazy rescale) fed by a producer warp.
+// Warp-specialized, persistent Hopper (sm_90a) prefill attention (variants 9 … 11 of
+// launch_attn_sm90; 2026-12-04, ninth session): the variant-5 tile loop (attention_sm90.cu: S =
+// Q·Kᵀ and O += P·V on wgmma, softmax overlapping the previous tile's P·V, lazy rescale) fed by
+// a producer warp, one block per SM walking a list of parts.
 //
 // Why (BENCHMARKS.md, Attention, eighth session): at hd 256 W1024 2k a variant-5 block spends
 // 4.2–5.3 µs from its start to its first tile (96 KB of Q and K through per-thread cp.async
-// issued by the same threads that then wait) and 2.1 µs storing its output, twice on the
-// critical path (two waves of query blocks). Here one block per SM walks its query blocks
-// (items) and the loads of item j + 1 run under item j's last tiles and output stores.
+// issued by the threads that then wait) and 2.1 µs storing its output, twice on the critical
+// path; and one block per query block leaves the busiest SM 17 + 16 key tiles against 24.7 on
+// average. Here the loads of part j + 1 run under part j's last tiles and stores (9 / 10), and
+// variant 11 also shares the launch's key tiles evenly between the blocks (stream-K).
 //
-// Block = 3 warpgroups (384 threads, one per SM):
-//   warpgroup 0: warp 0 is the producer (setmaxnreg 48; warps 1–3 leave): per item, Q (128
-//     rows: 64 tokens × G heads) once the consumers have released the Q buffer, then per key
-//     tile K(i + 1) and V(i) into the tile's stage once released — 16-byte cp.async per lane,
-//     one 512-byte row per warp instruction, the row's slot (paged / ring) computed by lane
-//     (key & 31) and shuffled — each group signalled by cp.async.mbarrier.arrive.noinc on the
+// Block = 3 warpgroups (384 threads):
+//   warpgroup 0: warp 0 is the producer (setmaxnreg: launch_attn_sm90_ws; warps 1–3 leave). It walks the block's
+//     parts; per part it publishes the part (shared memory + mbarrier `pfull`), then loads Q
+//     (128 rows: 64 tokens × G heads; once the consumers released the Q buffer) and per key
+//     tile K(i + 1) and V(i) into the tile's stage once released: 16-byte cp.async per lane, one
+//     512-byte row per warp instruction, the row's slot (paged / ring) computed by lane
+//     (key mod 32) and shuffled; each group signalled by cp.async.mbarrier.arrive.noinc on the
 //     buffer's `full` barrier (it completes when the lane's copies have landed).
-//   warpgroups 1, 2 (consumers, setmaxnreg 224): 64 query rows each, the variant-5 loop; each
+//   warpgroups 1, 2 (consumers): 64 query rows each, the variant-5 loop; each
 //     waits `full`, fences the proxies (cp.async writes are generic-proxy, wgmma reads
-//     async-proxy), and arrives on `empty` once its wgmmas reading the buffer have completed.
+//     async-proxy) and arrives on `empty` once its wgmmas reading the buffer have completed.
 //     Output: normalized, staged per warpgroup in 16 KB of shared memory (half the columns at a
 //     time, 16-byte chunks XOR-swizzled per row), stored as 256-byte row segments.
 // Shared memory: Q 64 KB, two K and two V stages of 32 KB, 2 × 16 KB staging = 224 KB.
-// Items: (query block, request · kv head) in the heavy-first order of variant 5; block b takes
-// items b, b + P, b + 2P … (P = gridDim.x = min(items, the stream's SMs)).
+// Parts: 9 / 10 (SK = false, two register splits): whole query blocks (items), in variant 5's
+// heavy-first order, block b taking items b, b + P, b + 2P … 11 (SK): the stream-K schedule of
+// attention_sk.h over items in (request · kv head, query block) order, F units of fixed cost per
+// item; a later piece of an item leaves its unnormalized state (O, m, l) in the block's workspace
+// slot and releases a flag; the item's first piece merges them in block order before its output.
 // d = 256, one KV split, 16-byte-aligned output only (launch_attn_sm90 routes the rest to 5).
 #include "runtime/cuda/attention.cuh"
 
 #include "runtime/cuda/attention_impl.cuh"
+#include "runtime/cuda/attention_sk.h"
 #include "runtime/cuda/common.cuh"
 #include "runtime/cuda/gemm.cuh"  // gemm_stream_sms
 #include "runtime/cuda/mbarrier.cuh"
@@ -40,10 +47,15 @@ using namespace detail;
 namespace {
 
 constexpr int kWD = 256, kWBK = 64, kWRows = 128, kWThreads = 384;
-constexpr int kWQ = kWRows * kWD * 2;   // 64 KB
-constexpr int kWKV = kWBK * kWD * 2;    // 32 KB per K or V stage
-constexpr int kWStg = 64 * 128 * 2;   // 16 KB per consumer warpgroup: 64 rows × 128 columns
+constexpr int kWQ = kWRows * kWD * 2;  // 64 KB
+constexpr int kWKV = kWBK * kWD * 2;   // 32 KB per K or V stage
+constexpr int kWStg = 64 * 128 * 2;    // 16 KB per consumer warpgroup: 64 rows × 128 columns
 constexpr int kWSmem = kWQ + 4 * kWKV + 2 * kWStg + 1024;  // + base alignment slack
+// Stream-K workspace: flags of ≤ kSkMaxBlocks blocks, then a slot per block:
+// [kWD / 8 column quads + 1 (m0 m1 l0 l1)][256 consumer threads] float4.
+constexpr int kSkMaxBlocks = 1024;
+constexpr size_t kSkFlagBytes = kSkMaxBlocks * 4;
+constexpr size_t kSkSlotF4 = size_t(kWD / 8 + 1) * 256;
 
 // 16-byte cp.async, zero fill when bytes = 0.
 __device__ __forceinline__ void cp_async16_sz(uint32_t saddr, const void* gmem, uint32_t bytes) {
@@ -54,53 +66,150 @@ __device__ __forceinline__ void cp_async_arrive_noinc(uint64_t* b) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_u32(b)) : "memory");
 }
 __device__ __forceinline__ void wg_bar(int id) { asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory"); }
-
-// The i-th item of block b's walk: the query block / request · kv head of variant 5's heavy-first
-// order (grid y from the last query block down, x = request · kv head).
-__device__ __forceinline__ AttnBlock ws_item(const AttnArgs& a, int k, int nx, int ny) {
-  return attn_block<kWBK>(a, kWRows, ny - 1 - k / nx, k % nx, 0);
+__device__ __forceinline__ void consumers_bar() { asm volatile("bar.sync 3, 256;\n" ::: "memory"); }
+__device__ __forceinline__ void st_release_u32(unsigned* p, unsigned v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ unsigned ld_acquire_u32(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
 }
 
+// A part as the producer publishes it (x < 0: no parts left).
+struct WsPart {
+  int x, t0, t1, mode, m_hi;
+  AttnBlock blk;
+};
+
+struct WsArgs {
+  int nx, ny;       // items: request · kv head (nx) × query blocks (ny)
+  int fixed;        // SK: F
+  float4* slots;    // SK: workspace slots, one per block
+  unsigned* flags;  // SK: zeroed by the launch
+};
+
+// Item x: SK = false in variant 5's heavy-first order (query blocks from the last down, request ·
+// kv head minor); SK in (request · kv head, query block) order.
+template <bool SK>
+__device__ __forceinline__ AttnBlock ws_item(const AttnArgs& a, const WsArgs& w, int x) {
+  return SK ? attn_block<kWBK>(a, kWRows, x % w.ny, x / w.ny, 0)
+            : attn_block<kWBK>(a, kWRows, w.ny - 1 - x / w.nx, x % w.nx, 0);
+}
+__device__ __forceinline__ int ws_tiles(const AttnBlock& b) { return b.qt0 < b.qlen ? b.t_hi - b.t_lo : 0; }
+
 // PR / CR: the producer's / consumers' registers (setmaxnreg; PR·128 + CR·256 ≤ 64K).
-template <int PR, int CR>
-__global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnArgs a, int nx, int ny) {
+template <int PR, int CR, bool SK>
+__global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnArgs a, const WsArgs w) {
   static_assert(PR * 128 + CR * 256 <= 65536 && PR % 8 == 0 && CR % 8 == 0, "register split");
   extern __shared__ unsigned char smem_raw[];
   unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   const uint32_t qaddr = smem_u32(base), kaddr0 = qaddr + kWQ, vaddr0 = kaddr0 + 2 * kWKV, saddr0 = vaddr0 + 2 * kWKV;
-  // full: count 32 (the producer lanes' noinc arrivals); empty: count 256 (every consumer thread).
-  __shared__ uint64_t qfull, qempty, kfull[2], kempty[2], vfull[2], vempty[2];
-  const int tid = threadIdx.x;
+  // full: count 32 (the producer lanes' noinc arrivals); empty: count 256 (every consumer thread);
+  // pfull: count 1 (the producer's lane 0, after writing the part).
+  __shared__ uint64_t qfull, qempty, kfull[2], kempty[2], vfull[2], vempty[2], pfull;
+  __shared__ WsPart part[2];  // part j in part[j & 1]: rewritten for j + 2 after qempty(j + 1)
+  __shared__ int sk_x0, sk_wsum[kWThreads / 32];
+  __shared__ long sk_pre0, sk_W;
+  const int tid = threadIdx.x, lane = tid & 31;
+  const int N = w.nx * w.ny, P = int(gridDim.x), c = int(blockIdx.x);
   if (tid == 0) {
     mbar_init(&qfull, 32);
     mbar_init(&qempty, 256);
+    mbar_init(&pfull, 1);
     for (int s = 0; s < 2; ++s) {
       mbar_init(&kfull[s], 32);
       mbar_init(&vfull[s], 32);
       mbar_init(&kempty[s], 256);
       mbar_init(&vempty[s], 256);
     }
+    sk_x0 = N;
+    sk_pre0 = 0;
+    sk_W = 0;
+  }
+  long W = 0;  // SK: the launch's units
+  if constexpr (SK) {
+    // Exclusive prefix of the items' units over contiguous chunks per thread, then the item
+    // holding the block's first unit (attention_sk.h: Walk's start).
+    const int per = (N + kWThreads - 1) / kWThreads, x0 = min(N, tid * per), x1 = min(N, x0 + per);
+    int sum = 0;
+    for (int x = x0; x < x1; ++x) {
+      const int n = ws_tiles(ws_item<SK>(a, w, x));
+      sum += n > 0 ? w.fixed + n : 0;
+    }
+    int incl = sum;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+      const int v = __shfl_up_sync(0xffffffffu, incl, off);
+      if (lane >= off) incl += v;
+    }
+    if (lane == 31) sk_wsum[tid >> 5] = incl;
+    __syncthreads();
+    int run = incl - sum;
+    for (int k = 0; k < kWThreads / 32; ++k) {
+      if (k < (tid >> 5)) run += sk_wsum[k];
+      W += sk_wsum[k];
+    }
+    if (tid == 0) sk_W = W;
+    const long lo = sk::lo_of(W, P, c);
+    if (run <= lo && lo < run + sum) {  // exactly one thread when lo < W
+      long px = run;
+      for (int x = x0; x < x1; ++x) {
+        const int n = ws_tiles(ws_item<SK>(a, w, x));
+        const long u = n > 0 ? w.fixed + n : 0;
+        if (px <= lo && lo < px + u) {
+          sk_x0 = x;
+          sk_pre0 = px;
+          break;
+        }
+        px += u;
+      }
+    }
   }
   __syncthreads();
-  const int items = nx * ny;
   const int G = a.g, lg = __ffs(G) - 1;  // G: a power of two (attention() checks 16 % G == 0)
 
   if (tid < 128) {
     // ------------------------------------------------------------------------------ producer
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PR) : "memory");
     if (tid >= 32) return;
-    const int lane = tid;
     const uint32_t kv16 = uint32_t(a.hkv) * (kWD / 8);  // 16-byte units per slot
     // Lane's chunk in row kr of a 64-row canonical tile: column block (lane / 8), 128-byte row,
     // chunk (lane & 7) swizzled by kr & 7 (cbs<64>, bytes).
     const uint32_t cb64 = uint32_t(lane >> 3) * (kWBK * 128);
-    uint32_t kt = 0, qi = 0;  // K/V tiles and items produced so far
-    for (int k = blockIdx.x; k < items; k += gridDim.x) {
-      const AttnBlock blk = ws_item(a, k, nx, ny);
-      if (blk.qt0 >= blk.qlen) continue;
-      const int n = blk.t_hi - blk.t_lo;
+    // The walk runs on lane 0 with its state in shared memory (registers: the load loop's).
+    __shared__ sk::Walk walk;
+    __shared__ int next_k;  // SK = false: the next item of the block's round robin
+    if (lane == 0) {
+      walk = sk::Walk(W, P, c, w.fixed, N, sk_x0, sk_pre0);
+      next_k = c;
+    }
+    auto tiles = [&](int x) { return ws_tiles(ws_item<SK>(a, w, x)); };
+    uint32_t kt = 0;  // K/V tiles produced so far
+    for (uint32_t pi = 0;; ++pi) {
+      mbar_wait(&qempty, (pi & 1) ^ 1);  // the consumers are done with part pi − 1's Q
+      WsPart& pp = part[pi & 1];
+      if (lane == 0) {
+        sk::Part pt{-1, 0, 0, 0, 0};
+        if constexpr (SK) {
+          if (!walk.next(pt, tiles)) pt.x = -1;
+        } else {
+          for (int k = next_k; k < N; k += P)
+            if (const int n = tiles(k); n > 0) {
+              pt = {k, 0, n, 0, 0};
+              next_k = k + P;
+              break;
+            }
+        }
+        pp = WsPart{pt.x, pt.t0, pt.t1, pt.mode, pt.m_hi, ws_item<SK>(a, w, pt.x < 0 ? 0 : pt.x)};
+        mbar_arrive(&pfull);  // release: the consumers read the part after their wait
+      }
+      __syncwarp();
+      const WsPart& pt = pp;
+      const AttnBlock& blk = pt.blk;
+      if (pt.x < 0) break;
+      const int n = pt.t1 - pt.t0, t_lo = blk.t_lo + pt.t0;
       // Q: row ρ = token (ρ >> lg) · G heads, lane = 16-byte chunk; rows past ntq zero.
-      mbar_wait(&qempty, (qi & 1) ^ 1);
       {
         const uint32_t cb128 = uint32_t(lane >> 3) * (kWRows * 128);
         const bf16* q = a.q + (long(blk.q0) + blk.qt0) * a.hq * kWD + long(blk.hk) * G * kWD + lane * 8;
@@ -118,7 +227,7 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
       // Slots (16-byte units) of keys tile·64 + lane and + 32; keys ≥ kend take kend − 1's row
       // (finite bytes: P·V = 0 there; variant 5 does the same).
       auto offs = [&](int i, uint32_t& o0, uint32_t& o1) {
-        const int j = (blk.t_lo + i) * kWBK + lane;
+        const int j = (t_lo + i) * kWBK + lane;
         o0 = uint32_t(kv_slot(a.kv, blk.r, min(j, blk.kend - 1))) * kv16;
         o1 = uint32_t(kv_slot(a.kv, blk.r, min(j + 32, blk.kend - 1))) * kv16;
       };
@@ -151,7 +260,6 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
         c1 = n1;
       }
       kt += n;
-      ++qi;
     }
     cp_async_wait<0>();  // nothing in flight when the warp leaves
     return;
@@ -160,22 +268,22 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
   // -------------------------------------------------------------------------------- consumers
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CR) : "memory");
   const int ctid = tid - 128, cw = ctid >> 5, wg = cw >> 2;  // consumer warp 0..7, warpgroup 0..1
-  const int lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const int g = lane >> 2, t = lane & 3;
   const int rho0 = cw * 16 + g, rho1 = rho0 + 8;  // block rows (warpgroup wg: 64·wg … 64·wg + 63)
   const uint64_t dq = sw128_desc(qaddr + wg * (64 * 128));
   const uint64_t dk[2] = {sw128_desc(kaddr0), sw128_desc(kaddr0 + kWKV)};
   const uint64_t dv[2] = {sw128_desc_mn(vaddr0, kWBK * 128), sw128_desc_mn(vaddr0 + kWKV, kWBK * 128)};
-  const uint32_t stg = saddr0 + wg * kWStg;
-  unsigned char* stg_p = base + (saddr0 - qaddr) + wg * kWStg;
   const float sl = a.scale_log2;
-  uint32_t kt = 0, qi = 0;
+  uint32_t kt = 0;
   float o[kWD / 2];
   float s[kWBK / 2];
   uint32_t pa[kWBK / 16][4];
-  for (int k = blockIdx.x; k < items; k += gridDim.x) {
-    const AttnBlock blk = ws_item(a, k, nx, ny);
-    if (blk.qt0 >= blk.qlen) continue;
-    const int n = blk.t_hi - blk.t_lo, t_lo = blk.t_lo, ntq = blk.ntq, ctx = blk.ctx, qt0 = blk.qt0;
+  for (uint32_t pi = 0;; ++pi) {
+    mbar_wait(&pfull, pi & 1);
+    const WsPart& pt = part[pi & 1];
+    if (pt.x < 0) break;
+    const int n = pt.t1 - pt.t0, t_lo = pt.blk.t_lo + pt.t0;
+    const int ntq = pt.blk.ntq, ctx = pt.blk.ctx, qt0 = pt.blk.qt0;
     const bool valid0 = (rho0 >> lg) < ntq, valid1 = (rho1 >> lg) < ntq;
     const int p0 = ctx + qt0 + (rho0 >> lg), p1 = ctx + qt0 + (rho1 >> lg);
     const int pmin = ctx + qt0, pmax = ctx + qt0 + ntq - 1;  // keys every valid row sees: ≤ pmin, > pmax − W
@@ -271,7 +379,7 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
       fence_proxy_async();  // the producer's cp.async writes (generic proxy) → wgmma reads (async proxy)
     };
 
-    mbar_wait(&qfull, qi & 1);
+    mbar_wait(&qfull, pi & 1);
     fence_proxy_async();
     float c0, c1;
     if (n > 0) {
@@ -285,11 +393,11 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
       rescale_pack(c0, c1);
     }
     for (int i = 1; i < n; ++i) {
-      const uint32_t u = kt + i, w = u - 1;
+      const uint32_t u = kt + i, v = u - 1;
       wait_full(&kfull[u & 1], u);
       issue_s(u);
-      wait_full(&vfull[w & 1], w);
-      issue_pv(w);
+      wait_full(&vfull[v & 1], v);
+      issue_pv(v);
       wgmma_wait1();  // S(i) done; P·V(i − 1) may still run
       fence_regs(s);
       mbar_arrive(&kempty[u & 1]);
@@ -297,31 +405,76 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
       wgmma_wait0();
       fence_regs(o);
       fence_regs(pa);
-      mbar_arrive(&vempty[w & 1]);
+      mbar_arrive(&vempty[v & 1]);
       rescale_pack(c0, c1);
     }
-    mbar_arrive(&qempty);  // every S of the item has completed: the producer may load the next Q
+    mbar_arrive(&qempty);  // every S of the part has completed: the producer may load the next Q
     if (n > 0) {
-      const uint32_t w = kt + n - 1;
-      wait_full(&vfull[w & 1], w);
-      issue_pv(w);
+      const uint32_t v = kt + n - 1;
+      wait_full(&vfull[v & 1], v);
+      issue_pv(v);
       wgmma_wait0();
       fence_regs(o);
-      mbar_arrive(&vempty[w & 1]);
+      mbar_arrive(&vempty[v & 1]);
     }
     kt += n;
-    ++qi;
-
-    // Output: normalized, through the warpgroup's staging buffer, 128 columns at a time.
 #pragma unroll
     for (int off = 1; off <= 2; off <<= 1) {
       l0 += __shfl_xor_sync(0xffffffffu, l0, off);
       l1 += __shfl_xor_sync(0xffffffffu, l1, off);
     }
+
+    if constexpr (SK) {
+      const int mode = pt.mode;
+      // (W, P and c re-read here: the loop above runs at the consumers' register limit.)
+      const int P = int(gridDim.x), c = int(blockIdx.x);
+      if (mode == 1) {  // a later piece: the state to slot c, then its flag (release)
+        float4* dst = w.slots + size_t(c) * kSkSlotF4 + ctid;
+#pragma unroll
+        for (int j = 0; j < kWD / 8; ++j) dst[j * 256] = make_float4(o[4 * j], o[4 * j + 1], o[4 * j + 2], o[4 * j + 3]);
+        dst[(kWD / 8) * 256] = make_float4(m0, m1, l0, l1);
+        __threadfence();
+        consumers_bar();  // every consumer thread's stores precede the release
+        if (ctid == 0) st_release_u32(w.flags + c, 1u);
+        continue;
+      }
+      if (mode == 2) {  // the first piece: the later pieces' states, in block order
+        const int m_hi = pt.m_hi;
+        const long W = sk_W;
+        if (ctid == 0)
+          for (int b = c + 1; b < m_hi; ++b)
+            while (!sk::empty(W, P, b) && ld_acquire_u32(w.flags + b) == 0u) __nanosleep(64);
+        consumers_bar();
+        for (int b = c + 1; b < m_hi; ++b) {
+          if (sk::empty(W, P, b)) continue;
+          const float4* src = w.slots + size_t(b) * kSkSlotF4 + ctid;
+          const float4 pm = __ldcg(src + (kWD / 8) * 256);
+          const float M0 = fmaxf(m0, pm.x), M1 = fmaxf(m1, pm.y);
+          const float a0 = m0 == -INFINITY ? 0.f : exp2f(m0 - M0), b0 = pm.x == -INFINITY ? 0.f : exp2f(pm.x - M0);
+          const float a1 = m1 == -INFINITY ? 0.f : exp2f(m1 - M1), b1 = pm.y == -INFINITY ? 0.f : exp2f(pm.y - M1);
+          l0 = l0 * a0 + pm.z * b0;
+          l1 = l1 * a1 + pm.w * b1;
+          m0 = M0;
+          m1 = M1;
+#pragma unroll
+          for (int j = 0; j < kWD / 8; ++j) {  // (o must stay in registers: fully unrolled)
+            const float4 q = __ldcg(src + j * 256);
+            o[4 * j] = o[4 * j] * a0 + q.x * b0;
+            o[4 * j + 1] = o[4 * j + 1] * a0 + q.y * b0;
+            o[4 * j + 2] = o[4 * j + 2] * a1 + q.z * b1;
+            o[4 * j + 3] = o[4 * j + 3] * a1 + q.w * b1;
+          }
+        }
+      }
+    }
+
+    // Output: normalized, through the warpgroup's staging buffer, 128 columns at a time.
     const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
+    const uint32_t stg = saddr0 + wg * kWStg;
+    const unsigned char* stg_p = base + (saddr0 - qaddr) + wg * kWStg;
     const int r0 = (cw & 3) * 16 + g;  // the thread's rows in the warpgroup's 64 (r0 & 7 = g)
     const int wtid = ctid & 127;
-    const long row_base = (long(blk.q0) + qt0) * a.hq + long(blk.hk) * G;  // token qt0, head hk·G
+    const long row_base = (long(pt.blk.q0) + qt0) * a.hq + long(pt.blk.hk) * G;  // token qt0, head hk·G
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       wg_bar(1 + wg);  // the previous pass's reads of the staging buffer are done
@@ -336,11 +489,11 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
       wg_bar(1 + wg);
 #pragma unroll
       for (int it = 0; it < 8; ++it) {
-        const int idx = it * 128 + wtid, row = idx >> 4, c = idx & 15;
+        const int idx = it * 128 + wtid, row = idx >> 4, ch = idx & 15;
         const int rho = wg * 64 + row;
         if ((rho >> lg) < ntq) {
-          const uint4 v = *reinterpret_cast<const uint4*>(stg_p + row * 256 + ((c ^ (row & 7)) << 4));
-          bf16* dst = a.out + (row_base + long(rho >> lg) * a.hq + (rho & (G - 1))) * kWD + half * 128 + c * 8;
+          const uint4 v = *reinterpret_cast<const uint4*>(stg_p + row * 256 + ((ch ^ (row & 7)) << 4));
+          bf16* dst = a.out + (row_base + long(rho >> lg) * a.hq + (rho & (G - 1))) * kWD + half * 128 + ch * 8;
           *reinterpret_cast<uint4*>(dst) = v;
         }
       }
@@ -348,28 +501,52 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
   }
 }
 
-template <int PR, int CR>
-cudaError_t launch_ws(const AttnArgs& a, int max_q_len, int num_requests, cudaStream_t stream) {
-  auto kern = attn_sm90_ws_kernel<PR, CR>;
+template <int PR, int CR, bool SK>
+cudaError_t launch_ws(const AttnArgs& a, const WsArgs& w, int grid, cudaStream_t stream) {
+  auto kern = attn_sm90_ws_kernel<PR, CR, SK>;
   static const cudaError_t attr =  // once per instantiation (one device assumed)
       cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, kWSmem);
   if (attr != cudaSuccess) return attr;
-  const int tq = kWRows / a.g;
-  const int nx = num_requests * a.hkv, ny = (max_q_len + tq - 1) / tq;
-  const long items = long(nx) * ny;
-  if (items == 0) return cudaSuccess;
-  const int grid = int(std::min<long>(items, gemm_stream_sms(stream)));
-  kern<<<grid, kWThreads, kWSmem, stream>>>(a, nx, ny);
+  kern<<<grid, kWThreads, kWSmem, stream>>>(a, w);
   return cudaGetLastError();
 }
 
+int g_sk_blocks = 0, g_sk_fixed = 1;
+
 }  // namespace
 
-// regs 0: producer 48 / consumers 224 registers (no spill, ptxas 13.0); 1: 40 / 232 (4 bytes of
-// producer spill).
-cudaError_t launch_attn_sm90_ws(const AttnArgs& a, int max_q_len, int num_requests, int regs, cudaStream_t stream) {
-  return regs == 1 ? launch_ws<40, 232>(a, max_q_len, num_requests, stream)
-                   : launch_ws<48, 224>(a, max_q_len, num_requests, stream);
+void attention_set_prefill_sk(int blocks, int fixed) {
+  g_sk_blocks = std::max(0, blocks);
+  g_sk_fixed = fixed < 0 ? 1 : fixed;
+}
+
+size_t attention_prefill_workspace_bytes(int sms) {
+  const int p = std::min(kSkMaxBlocks, sms > 0 ? sms : gemm_stream_sms(nullptr));
+  return kSkFlagBytes + size_t(p) * kSkSlotF4 * sizeof(float4);
+}
+
+// Register splits (ptxas 13.0, no spills): variant 9 producer 48 / consumers 224; 10: 80 / 216
+// (11's, for an A/B of the schedule alone); 11 (stream-K parts; 10 without the workspace): 80 /
+// 216 (at 48 / 224 … 64 / 224 ptxas spilled 32 bytes).
+cudaError_t launch_attn_sm90_ws(const AttnArgs& a, int max_q_len, int num_requests, int variant, void* ws,
+                                size_t ws_bytes, cudaStream_t stream) {
+  const int tq = kWRows / a.g;
+  WsArgs w{num_requests * a.hkv, (max_q_len + tq - 1) / tq, g_sk_fixed, nullptr, nullptr};
+  const long items = long(w.nx) * w.ny;
+  if (items == 0) return cudaSuccess;
+  const int sms = gemm_stream_sms(stream);
+  if (variant == 11) {
+    const int p = std::min({kSkMaxBlocks, sms, g_sk_blocks > 0 ? g_sk_blocks : sms});
+    if (ws && ws_bytes >= kSkFlagBytes + size_t(p) * kSkSlotF4 * sizeof(float4)) {
+      w.flags = static_cast<unsigned*>(ws);
+      w.slots = reinterpret_cast<float4*>(static_cast<unsigned char*>(ws) + kSkFlagBytes);
+      const cudaError_t e = cudaMemsetAsync(w.flags, 0, size_t(p) * 4, stream);
+      if (e != cudaSuccess) return e;
+      return launch_ws<80, 216, true>(a, w, p, stream);
+    }
+  }
+  const int grid = int(std::min<long>(items, sms));
+  return variant >= 10 ? launch_ws<80, 216, false>(a, w, grid, stream) : launch_ws<48, 224, false>(a, w, grid, stream);
 }
 
 }  // namespace g4c::cuda

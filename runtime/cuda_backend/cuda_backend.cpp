@@ -134,6 +134,7 @@ void CudaBackend::prepare(const plan::Plan& plan, const runtime::WeightStore& we
   // Before load_weights: it sizes the GEMM workspace, which this mode makes larger.
   cuda::gemm_set_decode_deterministic(opts_.deterministic);
   cuda::gemm_set_decode_whole_tiles(opts_.decode_whole_tiles ? -1 : 0);
+  cuda::attention_set_prefill_kernel(opts_.prefill_attention);
   load_weights();
   // Decode GEMMs may start before the kernel before them ends (they read only weights until
   // griddepcontrol.wait) — not while a streamed weight can still be landing in a slot.
@@ -317,6 +318,8 @@ void CudaBackend::grow_buffers(int cap_T, int cap_S, int cap_R) {
     b.total_q = std::min(cap_T, cap_S * std::max(1, 16 / group));
     attn = std::max(attn, cuda::attention_workspace_bytes(b, a->num_q_heads(), a->head_dim(), 32));
   }
+  // The stream-K prefill attention's slots (variant 11, when chosen), one per SM of the stream.
+  if (opts_.prefill_attention == 11) attn = std::max(attn, cuda::attention_prefill_workspace_bytes(device_->sms()));
   attn_ws_bytes_ = attn;
   attn_ws_ = dmalloc(attn, "attention workspace");
   ws_bytes_ += align256(attn);

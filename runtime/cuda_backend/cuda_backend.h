@@ -53,6 +53,11 @@ struct CudaOptions {
   // Greedy rows take their token from an argmax on the device (Backend::argmax_rows): a step
   // copies R token ids instead of R × vocab fp32 logits, and the host does not scan them.
   bool device_argmax = true;
+  // Prefill attention kernel (cuda::attention_set_prefill_kernel): -1 the default rule, 0 the
+  // flash kernel, 1 … 11 a Hopper variant (attention_sm90.cu / attention_sm90_ws.cu). With 11 the
+  // attention workspace also holds the stream-K slots (attention_prefill_workspace_bytes).
+  // Process-wide like `deterministic`; for A/Bs of kernels end to end.
+  int prefill_attention = -1;
   // Activation values in one arena placed by lifetime: -1 when that is >= 4x smaller than one
   // buffer per value (compiled plans), 0 never, 1 always (tests compare the two bitwise).
   int share_values = -1;

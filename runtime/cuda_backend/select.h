@@ -31,6 +31,7 @@ struct DeviceFlags {
   bool deterministic = false;     // --deterministic sets CudaOptions::deterministic (cuda only)
   bool whole_tiles = true;        // --no-whole-tiles clears CudaOptions::decode_whole_tiles (cuda only)
   bool device_argmax = true;      // --no-device-argmax clears CudaOptions::device_argmax (cuda only)
+  int prefill_attention = -1;     // --prefill-attention sets CudaOptions::prefill_attention (cuda only)
   // Set by commands, not flags (cuda only): CudaOptions::stream_last_layers / share_values.
   int stream_last_layers = 0;
   int share_values = -1;
@@ -65,6 +66,7 @@ inline std::unique_ptr<Backend> backend_for_flags(const DeviceFlags& f, const st
   co.deterministic = f.deterministic;
   co.decode_whole_tiles = f.whole_tiles;
   co.device_argmax = f.device_argmax;
+  co.prefill_attention = f.prefill_attention;
   return make_cuda_backend(co);
 #else
   (void)model_dir;

@@ -368,10 +368,14 @@ void bench_attention() {
         kv.k = k; kv.v = v; kv.ring_base = drb; kv.ring_capacity = slots;  // contiguous = ring ≥ T
         AttnBatch b;
         b.num_requests = 1; b.q_start = dqs; b.ctx_len = dcl; b.total_q = T; b.max_q_len = T; b.max_kv_len = T;
+        // The stream-K variant's workspace (11; one state slot per SM of the stream).
+        const size_t pwsb = attention_prefill_workspace_bytes(gemm_stream_sms(g_stream));
+        void* pws;
+        CK(dmalloc(&pws, pwsb));
         auto time_prefill = [&](int kernel) {
           attention_set_prefill_kernel(kernel);
           const double t = time_graph([&](int) {
-            CK(attention(q, L.hq, L.hkv, L.d, kv, b, L.window, 1.f, o, 1, nullptr, 0, g_stream));
+            CK(attention(q, L.hq, L.hkv, L.d, kv, b, L.window, 1.f, o, 1, pws, pwsb, g_stream));
           }, 5);
           attention_set_prefill_kernel(-1);
           return t;
@@ -388,18 +392,34 @@ void bench_attention() {
         // warpgroups (v1 … v4), v5 / v6 = v4 / v3 with softmax overlapping P·V (d 512: v1, v3, v5),
         // all launched heaviest block first; v7 = v5 in launch order by query block; v8 = v5 with
         // long blocks' key ranges split over 2-block clusters (d 512: = v5); v9 / v10: warp-specialized
-        // and persistent (attention_sm90_ws.cu; two register splits; d 512: = v5).
+        // and persistent (attention_sm90_ws.cu; two register splits), v11 = v10 sharing the key tiles
+        // evenly (stream-K; d 512: v9 … v11 = v5).
         if (L.d == 256 || L.d == 512)
           for (int kvar : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}) {
             if (L.d == 512 && (kvar % 2 == 0) && kvar < 7) continue;
             // G4C_BENCH_PVARS="5,9": time only these variants (quick A/Bs).
             if (const char* pv = std::getenv("G4C_BENCH_PVARS"))
               if ((std::string(",") + pv + ",").find("," + std::to_string(kvar) + ",") == std::string::npos) continue;
-            const double t = time_prefill(kvar);
-            std::printf("   sm90 v%d %.1f us %.0f TF %.1f%%", kvar, t * 1e3, flops / (t * 1e-3) / 1e12, pct(t));
+            // G4C_BENCH_SK_F="0,1,2": variant 11 once per fixed cost F (default: F = 1).
+            std::vector<int> fs = {1};
+            if (const char* f = std::getenv("G4C_BENCH_SK_F"); f && kvar == 11) {
+              fs.clear();
+              for (const char* p = f; *p;) {
+                fs.push_back(std::atoi(p));
+                while (*p && *p != ',') ++p;
+                if (*p) ++p;
+              }
+            }
+            for (int fx : fs) {
+              attention_set_prefill_sk(0, fx);
+              const double t = time_prefill(kvar);
+              attention_set_prefill_sk(0, 1);
+              if (kvar == 11) std::printf("   sm90 v11 F%d %.1f us %.1f%%", fx, t * 1e3, pct(t));
+              else std::printf("   sm90 v%d %.1f us %.0f TF %.1f%%", kvar, t * 1e3, flops / (t * 1e-3) / 1e12, pct(t));
+            }
           }
         std::printf("\n");
-        cudaFree(q); cudaFree(o); cudaFree(k); cudaFree(v); cudaFree(dqs); cudaFree(dcl); cudaFree(drb);
+        cudaFree(q); cudaFree(o); cudaFree(k); cudaFree(v); cudaFree(dqs); cudaFree(dcl); cudaFree(drb); cudaFree(pws);
       }
       // ---- decode: B requests of context ctxlen, one query each; paged, rotating pools.
       for (int B : {1, 5, 16}) {

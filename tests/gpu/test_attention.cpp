@@ -218,8 +218,11 @@ void run_attn(const AttnCase& c) {
   b.max_q_len = max_q;
   b.max_kv_len = max_kv;
   const int splits = c.splits > 0 ? c.splits : cuda::attention_num_splits(b, c.hq, c.hkv, c.d, c.window);
-  const size_t wsb = cuda::attention_workspace_bytes(b, c.hq, c.d, splits);
+  // Also the stream-K prefill variant's (11; attention_set_prefill_kernel). Poisoned: its flags
+  // must be zeroed by the launch, and a state read before it is written is NaN.
+  const size_t wsb = std::max(cuda::attention_workspace_bytes(b, c.hq, c.d, splits), cuda::attention_prefill_workspace_bytes());
   DevBuf<uint8_t> ws(std::max<size_t>(wsb, 1));
+  poison(ws.p, ws.bytes());
   // The merge mode under test (combine ≥ 1) for the main run; back to the default on any exit.
   struct Mode {
     explicit Mode(int m) { if (m >= 1) cuda::attention_set_cluster_combine(m); }
@@ -466,18 +469,31 @@ TEST(GpuAttention, DecodeClusterCombine) {
 // softmax overlapping P·V, 7 = 5 with blocks in launch order instead of heaviest first, 8 = 5
 // with the key ranges of blocks of ≥ 3 key tiles split over 2-block clusters and merged through
 // distributed shared memory (d 256 without split-KV; else 5); d 512 maps 2 / 4 / 6 to 1 / 3 / 5
-// and runs those twice): the
+// and runs those twice; 9 … 11: the warp-specialized persistent kernel, 11 with stream-K pieces
+// merged through the workspace, at d 512 or with splits 5): the
 // prefill cases above at d 256 / 512, plus chunks long enough for whole (unmasked) tiles and
 // the skipped rescale, every GQA width the API allows at d 256 (G = 1 … 16: 64 … 4 tokens per
 // block), and split-KV over a prefill chunk (the workspace path). Same reference and bound.
 TEST(GpuAttention, PrefillHopperKernel) {
   G4C_REQUIRE_GPU();
-  for (int variant : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}) {
+  // Variant 11 (stream-K) also on grids of 40 and 7 blocks, F = 0 and 3: with one block per SM
+  // these cases have fewer units than blocks (a query block's tiles spread one per block, blocks
+  // with empty ranges); on small grids ranges hold whole query blocks and cut others anywhere.
+  const int runs[][3] = {{0, 0, 1}, {1, 0, 1}, {2, 0, 1}, {3, 0, 1}, {4, 0, 1},  {5, 0, 1},  {6, 0, 1},
+                         {7, 0, 1}, {8, 0, 1}, {9, 0, 1}, {10, 0, 1}, {11, 0, 1}, {11, 40, 0}, {11, 7, 3}};
+  for (const auto& run : runs) {
+    const int variant = run[0];
     struct Use {
-      explicit Use(int v) { cuda::attention_set_prefill_kernel(v); }
-      ~Use() { cuda::attention_set_prefill_kernel(-1); }
-    } use(variant);
-    std::fprintf(stderr, "[attn] sm90 variant %d\n", variant);
+      Use(int v, int blocks, int fixed) {
+        cuda::attention_set_prefill_kernel(v);
+        cuda::attention_set_prefill_sk(blocks, fixed);
+      }
+      ~Use() {
+        cuda::attention_set_prefill_kernel(-1);
+        cuda::attention_set_prefill_sk(0, 1);
+      }
+    } use(variant, run[1], run[2]);
+    std::fprintf(stderr, "[attn] sm90 variant %d (stream-K blocks %d, F %d)\n", variant, run[1], run[2]);
     run_attn({256, 16, 8, 40, false, 0, {{0, 100}, {130, 17}, {7, 1}}, 1});
     run_attn({256, 16, 8, 64, true, 16, {{0, 150}, {200, 33}, {5, 1}}, 1});
     run_attn({256, 16, 8, 1024, true, 16, {{0, 700}, {1500, 130}}, 1});
