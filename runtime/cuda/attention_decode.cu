@@ -357,8 +357,7 @@ __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArg
 #pragma unroll
       for (int sp = 0; sp < 8; ++sp)
         if (sp < S) combine_fold(m, L, acc, ml[sp], v[sp]);
-      const int lg = __ffs(G) - 1;  // G: a power of two (shifts, as attn_load_q)
-      const long th = (q0 + qt0 + (row >> lg)) * long(a.hq) + hk * G + (row & (G - 1));  // token · hq + head
+      const long th = QRows(G).th(q0 + qt0, a.hq, hk, row);  // token · hq + head
       *reinterpret_cast<uint2*>(a.out + th * D + 4 * c4) = combine_out(L, acc);
     }
     cluster_arrive();  // no block leaves while another still reads its shared memory

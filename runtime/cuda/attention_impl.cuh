@@ -106,17 +106,36 @@ __device__ __forceinline__ AttnBlock attn_block(const AttnArgs& a, int rows) {
   return attn_block<BK>(a, rows, blockIdx.x, blockIdx.y);
 }
 
+// A block's query rows: the G q heads of one kv head are consecutive rows, so row ρ is token
+// tok(ρ) (from the block's first) and head hk·G + head(ρ). G is a power of two (attention()
+// checks 16 % G == 0): shifts, not an integer division by a runtime value per row, which made the
+// Q tile load ≈ 270 instructions per 4 chunks at d 256 (ncu of the sm90 prefill kernel,
+// 2026-12-04).
+struct QRows {
+  int lg, G;
+  __device__ __forceinline__ explicit QRows(int g) {
+    lg = __ffs(g) - 1;  // (in the body: the host pass of nvcc compiles member initializers)
+    G = g;
+  }
+  __device__ __forceinline__ int tok(int rho) const { return rho >> lg; }
+  __device__ __forceinline__ int head(int rho) const { return rho & (G - 1); }
+  // Index of row ρ in a [tokens][hq] array whose block starts at token tok0 (kv head hk).
+  __device__ __forceinline__ long th(long tok0, int hq, int hk, int rho) const {
+    return (tok0 + tok(rho)) * hq + hk * G + head(rho);
+  }
+  __device__ __forceinline__ long th(int tok0, int hq, int hk, int rho) const {  // (32-bit token sum)
+    return long(tok0 + tok(rho)) * hq + hk * G + head(rho);
+  }
+};
+
 // The block's Q tile (ROWS rows of D, NT threads) → swizzled shared memory (layout CB, see
 // tile_off); rows past its ntq tokens zero.
 template <int D, int ROWS, int NT, bool CB = false>
 __device__ __forceinline__ void attn_load_q(bf16* qs, const AttnArgs& a, const AttnBlock& b, int tid) {
-  // G is a power of two (attention() checks 16 % G == 0): shifts, not an integer division by a
-  // runtime value per chunk, which made this loop ≈ 270 instructions per 4 chunks at d 256
-  // (ncu of the sm90 prefill kernel, 2026-12-04).
-  const int G = a.g, lg = __ffs(G) - 1;
+  const QRows rows(a.g);
   for (int i = tid; i < ROWS * (D / 8); i += NT) {
     const int row = i / (D / 8), ch = i % (D / 8);
-    const int tq = row >> lg, head = b.hk * G + (row & (G - 1));
+    const int tq = rows.tok(row), head = b.hk * rows.G + rows.head(row);
     const bool ok = tq < b.ntq;
     const bf16* src = ok ? a.q + (long(b.q0 + b.qt0 + tq) * a.hq + head) * D + ch * 8 : a.q;
     cp_async16(qs + tile_off<D, ROWS, CB>(row, ch), src, ok ? 16 : 0);

@@ -373,11 +373,11 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
           pack_bf162(o[4 * nd + 2] * inv1, o[4 * nd + 3] * inv1);
     }
     __syncwarp();
-    const int lg = __ffs(G) - 1;  // G: a power of two (shifts, not divisions: attn_load_q)
+    const QRows rows(G);
     for (int rr = 0; rr < 16; ++rr) {
       const int rho = warp * 16 + rr;
-      if ((rho >> lg) >= ntq) break;  // rows past the block's queries (warp-uniform)
-      bf16* dst = a.out + ((long(q0) + qt0 + (rho >> lg)) * a.hq + hk * G + (rho & (G - 1))) * dtot + dvp * DV;
+      if (rows.tok(rho) >= ntq) break;  // rows past the block's queries (warp-uniform)
+      bf16* dst = a.out + rows.th(long(q0) + qt0, a.hq, hk, rho) * dtot + dvp * DV;
 #pragma unroll
       for (int c = lane; c < DV / 8; c += 32)
         *reinterpret_cast<uint4*>(dst + c * 8) = *reinterpret_cast<const uint4*>(st + rr * kPitch + c * 16);

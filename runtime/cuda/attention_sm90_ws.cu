@@ -167,7 +167,8 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
     }
   }
   __syncthreads();
-  const int G = a.g, lg = __ffs(G) - 1;  // G: a power of two (attention() checks 16 % G == 0)
+  const int G = a.g;
+  const QRows rows(G);  // row ρ: token rows.tok(ρ), head hk·G + rows.head(ρ)
 
   if (tid < 128) {
     // ------------------------------------------------------------------------------ producer
@@ -209,15 +210,15 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
       const AttnBlock& blk = pt.blk;
       if (pt.x < 0) break;
       const int n = pt.t1 - pt.t0, t_lo = blk.t_lo + pt.t0;
-      // Q: row ρ = token (ρ >> lg) · G heads, lane = 16-byte chunk; rows past ntq zero.
+      // Q: row ρ = (token, head) of QRows, lane = 16-byte chunk; rows past ntq zero.
       {
         const uint32_t cb128 = uint32_t(lane >> 3) * (kWRows * 128);
         const bf16* q = a.q + (long(blk.q0) + blk.qt0) * a.hq * kWD + long(blk.hk) * G * kWD + lane * 8;
 #pragma unroll 8
         for (int rho = 0; rho < kWRows; ++rho) {
-          const int tq = rho >> lg;
+          const int tq = rows.tok(rho);
           const bool ok = tq < blk.ntq;
-          const bf16* src = ok ? q + (long(tq) * a.hq + (rho & (G - 1))) * kWD : a.q;
+          const bf16* src = ok ? q + (long(tq) * a.hq + rows.head(rho)) * kWD : a.q;
           cp_async16_sz(qaddr + cb128 + rho * 128 + ((uint32_t((lane & 7) ^ (rho & 7))) << 4), src, ok ? 16u : 0u);
         }
         cp_async_arrive_noinc(&qfull);
@@ -284,8 +285,8 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
     if (pt.x < 0) break;
     const int n = pt.t1 - pt.t0, t_lo = pt.blk.t_lo + pt.t0;
     const int ntq = pt.blk.ntq, ctx = pt.blk.ctx, qt0 = pt.blk.qt0;
-    const bool valid0 = (rho0 >> lg) < ntq, valid1 = (rho1 >> lg) < ntq;
-    const int p0 = ctx + qt0 + (rho0 >> lg), p1 = ctx + qt0 + (rho1 >> lg);
+    const bool valid0 = rows.tok(rho0) < ntq, valid1 = rows.tok(rho1) < ntq;
+    const int p0 = ctx + qt0 + rows.tok(rho0), p1 = ctx + qt0 + rows.tok(rho1);
     const int pmin = ctx + qt0, pmax = ctx + qt0 + ntq - 1;  // keys every valid row sees: ≤ pmin, > pmax − W
 #pragma unroll
     for (int i = 0; i < kWD / 2; ++i) o[i] = 0.f;
@@ -474,7 +475,6 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
     const unsigned char* stg_p = base + (saddr0 - qaddr) + wg * kWStg;
     const int r0 = (cw & 3) * 16 + g;  // the thread's rows in the warpgroup's 64 (r0 & 7 = g)
     const int wtid = ctid & 127;
-    const long row_base = (long(pt.blk.q0) + qt0) * a.hq + long(pt.blk.hk) * G;  // token qt0, head hk·G
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       wg_bar(1 + wg);  // the previous pass's reads of the staging buffer are done
@@ -491,9 +491,9 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
       for (int it = 0; it < 8; ++it) {
         const int idx = it * 128 + wtid, row = idx >> 4, ch = idx & 15;
         const int rho = wg * 64 + row;
-        if ((rho >> lg) < ntq) {
+        if (rows.tok(rho) < ntq) {
           const uint4 v = *reinterpret_cast<const uint4*>(stg_p + row * 256 + ((ch ^ (row & 7)) << 4));
-          bf16* dst = a.out + (row_base + long(rho >> lg) * a.hq + (rho & (G - 1))) * kWD + half * 128 + ch * 8;
+          bf16* dst = a.out + rows.th(long(pt.blk.q0) + qt0, a.hq, pt.blk.hk, rho) * kWD + half * 128 + ch * 8;
           *reinterpret_cast<uint4*>(dst) = v;
         }
       }
