@@ -50,6 +50,7 @@ inline std::unique_ptr<Backend> backend_for_flags(const DeviceFlags& f, const st
   if (f.device == "cpu") {
     if (!f.emulate.empty()) throw Error("--emulate needs --device cuda");
     if (!f.trace.empty()) throw Error("--trace is implemented for --device cuda only");
+    if (f.prefill_attention != -1) throw Error("--prefill-attention needs --device cuda");
     return nullptr;
   }
   if (f.device != "cuda") throw Error("--device: expected cpu or cuda, got '" + f.device + "'");

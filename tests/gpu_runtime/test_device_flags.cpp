@@ -16,6 +16,9 @@ TEST(DeviceFlags, CpuIsTheDefaultAndTakesNoCudaOptions) {
   f.emulate.clear();
   f.trace = "t.json";
   EXPECT_THROW(runtime::backend_for_flags(f, "unused"), Error);
+  f.trace.clear();
+  f.prefill_attention = 11;  // a CUDA kernel choice
+  EXPECT_THROW(runtime::backend_for_flags(f, "unused"), Error);
 }
 
 TEST(DeviceFlags, UnknownDeviceIsAnError) {
