@@ -27,13 +27,22 @@ namespace g4c::cuda::sk {
 struct Part {
   int x, t0, t1;  // item, key tiles [t0, t1) of its n_x (relative to its first tile)
   int mode;       // 0 whole, 1 a later piece (state → slot), 2 the first piece (merges)
-  int m_hi;       // mode 2: the pieces are in blocks (c, m_hi)
+  long end;       // the first unit after item x (mode 2: merge_hi's argument)
 };
 
 // First unit of block b's range.
 G4C_SK_HD long lo_of(long W, int P, int b) { return long(b) * W / P; }
 // Block b's range is empty (W < P).
 G4C_SK_HD bool empty(long W, int P, int b) { return lo_of(W, P, b) == lo_of(W, P, b + 1); }
+
+// Mode 2 of block c, item ending at unit `end`: the item's other pieces are in the blocks
+// (c, merge_hi) with non-empty ranges (the only 64-bit divisions of the schedule after its start
+// are here and in empty(), off the kernel's load loop).
+G4C_SK_HD int merge_hi(long W, int P, int c, long end) {
+  int b = c + 1;
+  while (b < P && lo_of(W, P, b) < end) ++b;
+  return b;
+}
 
 // Block c's walk over its parts. Start: the item x0 whose units contain the block's first unit
 // lo (pre(x0) ≤ lo < pre(x0 + 1); x0 = N when lo ≥ W) and pre(x0), its first unit.
@@ -60,9 +69,7 @@ struct Walk {
       p.t0 = int(t0);
       p.t1 = int(t1);
       p.mode = t0 > 0 ? 1 : (t1 < n ? 2 : 0);
-      p.m_hi = c + 1;
-      if (p.mode == 2)
-        while (p.m_hi < P && lo_of(W, P, p.m_hi) < end) ++p.m_hi;
+      p.end = end;
       return true;
     }
     return false;

@@ -78,7 +78,7 @@ __device__ __forceinline__ unsigned ld_acquire_u32(const unsigned* p) {
 
 // A part as the producer publishes it (x < 0: no parts left).
 struct WsPart {
-  int x, t0, t1, mode, m_hi;
+  int x, t0, t1, mode;
   AttnBlock blk;
 };
 
@@ -98,10 +98,14 @@ __device__ __forceinline__ AttnBlock ws_item(const AttnArgs& a, const WsArgs& w,
 }
 __device__ __forceinline__ int ws_tiles(const AttnBlock& b) { return b.qt0 < b.qlen ? b.t_hi - b.t_lo : 0; }
 
-// PR / CR: the producer's / consumers' registers (setmaxnreg; PR·128 + CR·256 ≤ 64K).
+// PR / CR: the producer's / consumers' registers (setmaxnreg). The block starts with 168 per
+// thread (ptxas, __launch_bounds__(384, 1): 64512 in all); setmaxnreg.inc takes registers only
+// from those the producer warpgroup's setmaxnreg.dec released to the block's pool, so
+// PR·128 + CR·256 ≤ 168·384 — beyond it the consumers would wait for registers forever.
 template <int PR, int CR, bool SK>
 __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnArgs a, const WsArgs w) {
-  static_assert(PR * 128 + CR * 256 <= 65536 && PR % 8 == 0 && CR % 8 == 0, "register split");
+  static_assert(PR * 128 + CR * 256 <= 168 * kWThreads && PR % 8 == 0 && CR % 8 == 0 && PR >= 24 && CR <= 256,
+                "register split");
   extern __shared__ unsigned char smem_raw[];
   unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   const uint32_t qaddr = smem_u32(base), kaddr0 = qaddr + kWQ, vaddr0 = kaddr0 + 2 * kWKV, saddr0 = vaddr0 + 2 * kWKV;
@@ -109,8 +113,9 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
   // pfull: count 1 (the producer's lane 0, after writing the part).
   __shared__ uint64_t qfull, qempty, kfull[2], kempty[2], vfull[2], vempty[2], pfull;
   __shared__ WsPart part[2];  // part j in part[j & 1]: rewritten for j + 2 after qempty(j + 1)
-  __shared__ int sk_x0, sk_wsum[kWThreads / 32];
-  __shared__ long sk_pre0, sk_W;
+  __shared__ int sk_wsum[kWThreads / 32];
+  __shared__ int sk_mhi;  // SK: a mode-2 part's other pieces are in the blocks (c, sk_mhi)
+  __shared__ sk::Walk walk;  // the producer's (lane 0), set up here (its 64-bit divisions too)
   const int tid = threadIdx.x, lane = tid & 31;
   const int N = w.nx * w.ny, P = int(gridDim.x), c = int(blockIdx.x);
   if (tid == 0) {
@@ -123,9 +128,8 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
       mbar_init(&kempty[s], 256);
       mbar_init(&vempty[s], 256);
     }
-    sk_x0 = N;
-    sk_pre0 = 0;
-    sk_W = 0;
+    walk = sk::Walk(0, P, c, w.fixed, N, N, 0);  // no parts (SK: replaced below when lo < W)
+    sk_mhi = c + 1;
   }
   long W = 0;  // SK: the launch's units
   if constexpr (SK) {
@@ -150,16 +154,22 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
       if (k < (tid >> 5)) run += sk_wsum[k];
       W += sk_wsum[k];
     }
-    if (tid == 0) sk_W = W;
-    const long lo = sk::lo_of(W, P, c);
-    if (run <= lo && lo < run + sum) {  // exactly one thread when lo < W
+    // (tid 0's defaults above are ordered before these writes by the barrier.) The block's first
+    // unit lo starts its walk; its last unit hi − 1 lies in the item a mode-2 part would merge,
+    // whose end gives sk_mhi (the 64-bit divisions stay out of the producer's and consumers'
+    // register budgets). A block with an empty range flags 2 at once: nothing to merge from it.
+    const long lo = sk::lo_of(W, P, c), hi = sk::lo_of(W, P, c + 1);
+    if (lo == hi && tid == 0) st_release_u32(w.flags + c, 2u);
+    for (int e = 0; e < 2; ++e) {
+      const long at = e == 0 ? lo : hi - 1;
+      if (hi <= lo || !(run <= at && at < run + sum)) continue;  // one thread each when lo < hi
       long px = run;
       for (int x = x0; x < x1; ++x) {
         const int n = ws_tiles(ws_item<SK>(a, w, x));
         const long u = n > 0 ? w.fixed + n : 0;
-        if (px <= lo && lo < px + u) {
-          sk_x0 = x;
-          sk_pre0 = px;
+        if (px <= at && at < px + u) {
+          if (e == 0) walk = sk::Walk(W, P, c, w.fixed, N, x, px);
+          else sk_mhi = sk::merge_hi(W, P, c, px + u);
           break;
         }
         px += u;
@@ -179,30 +189,26 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
     // chunk (lane & 7) swizzled by kr & 7 (cbs<64>, bytes).
     const uint32_t cb64 = uint32_t(lane >> 3) * (kWBK * 128);
     // The walk runs on lane 0 with its state in shared memory (registers: the load loop's).
-    __shared__ sk::Walk walk;
     __shared__ int next_k;  // SK = false: the next item of the block's round robin
-    if (lane == 0) {
-      walk = sk::Walk(W, P, c, w.fixed, N, sk_x0, sk_pre0);
-      next_k = c;
-    }
+    if (lane == 0) next_k = c;
     auto tiles = [&](int x) { return ws_tiles(ws_item<SK>(a, w, x)); };
     uint32_t kt = 0;  // K/V tiles produced so far
     for (uint32_t pi = 0;; ++pi) {
       mbar_wait(&qempty, (pi & 1) ^ 1);  // the consumers are done with part pi − 1's Q
       WsPart& pp = part[pi & 1];
       if (lane == 0) {
-        sk::Part pt{-1, 0, 0, 0, 0};
+        sk::Part pt{-1, 0, 0, 0, 0L};  // (end: merge_hi's argument, taken from sk_mhi instead)
         if constexpr (SK) {
           if (!walk.next(pt, tiles)) pt.x = -1;
         } else {
           for (int k = next_k; k < N; k += P)
             if (const int n = tiles(k); n > 0) {
-              pt = {k, 0, n, 0, 0};
+              pt = {k, 0, n, 0, 0L};
               next_k = k + P;
               break;
             }
         }
-        pp = WsPart{pt.x, pt.t0, pt.t1, pt.mode, pt.m_hi, ws_item<SK>(a, w, pt.x < 0 ? 0 : pt.x)};
+        pp = WsPart{pt.x, pt.t0, pt.t1, pt.mode, ws_item<SK>(a, w, pt.x < 0 ? 0 : pt.x)};
         mbar_arrive(&pfull);  // release: the consumers read the part after their wait
       }
       __syncwarp();
@@ -427,7 +433,7 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
 
     if constexpr (SK) {
       const int mode = pt.mode;
-      // (W, P and c re-read here: the loop above runs at the consumers' register limit.)
+      // (P and c re-read here: the loop above runs at the consumers' register limit.)
       const int P = int(gridDim.x), c = int(blockIdx.x);
       if (mode == 1) {  // a later piece: the state to slot c, then its flag (release)
         float4* dst = w.slots + size_t(c) * kSkSlotF4 + ctid;
@@ -439,15 +445,14 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
         if (ctid == 0) st_release_u32(w.flags + c, 1u);
         continue;
       }
-      if (mode == 2) {  // the first piece: the later pieces' states, in block order
-        const int m_hi = pt.m_hi;
-        const long W = sk_W;
+      if (mode == 2) {  // the first piece: the later pieces' states (flag 1), in block order
+        const int m_hi = sk_mhi;
         if (ctid == 0)
           for (int b = c + 1; b < m_hi; ++b)
-            while (!sk::empty(W, P, b) && ld_acquire_u32(w.flags + b) == 0u) __nanosleep(64);
+            while (ld_acquire_u32(w.flags + b) == 0u) __nanosleep(64);
         consumers_bar();
         for (int b = c + 1; b < m_hi; ++b) {
-          if (sk::empty(W, P, b)) continue;
+          if (__ldcg(w.flags + b) != 1u) continue;  // an empty range (flag 2)
           const float4* src = w.slots + size_t(b) * kSkSlotF4 + ctid;
           const float4 pm = __ldcg(src + (kWD / 8) * 256);
           const float M0 = fmaxf(m0, pm.x), M1 = fmaxf(m1, pm.y);
@@ -457,13 +462,19 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
           l1 = l1 * a1 + pm.w * b1;
           m0 = M0;
           m1 = M1;
+          // (o must stay in registers: fully unrolled. Eight loads in flight at a time: with all 32
+          // hoisted, ptxas spilled at the consumers' register limit.)
 #pragma unroll
-          for (int j = 0; j < kWD / 8; ++j) {  // (o must stay in registers: fully unrolled)
-            const float4 q = __ldcg(src + j * 256);
-            o[4 * j] = o[4 * j] * a0 + q.x * b0;
-            o[4 * j + 1] = o[4 * j + 1] * a0 + q.y * b0;
-            o[4 * j + 2] = o[4 * j + 2] * a1 + q.z * b1;
-            o[4 * j + 3] = o[4 * j + 3] * a1 + q.w * b1;
+          for (int j0 = 0; j0 < kWD / 8; j0 += 8) {
+#pragma unroll
+            for (int j = j0; j < j0 + 8; ++j) {
+              const float4 q = __ldcg(src + j * 256);
+              o[4 * j] = o[4 * j] * a0 + q.x * b0;
+              o[4 * j + 1] = o[4 * j + 1] * a0 + q.y * b0;
+              o[4 * j + 2] = o[4 * j + 2] * a1 + q.z * b1;
+              o[4 * j + 3] = o[4 * j + 3] * a1 + q.w * b1;
+            }
+            asm volatile("" ::: "memory");
           }
         }
       }
@@ -525,9 +536,9 @@ size_t attention_prefill_workspace_bytes(int sms) {
   return kSkFlagBytes + size_t(p) * kSkSlotF4 * sizeof(float4);
 }
 
-// Register splits (ptxas 13.0, no spills): variant 9 producer 48 / consumers 224; 10: 80 / 216
-// (11's, for an A/B of the schedule alone); 11 (stream-K parts; 10 without the workspace): 80 /
-// 216 (at 48 / 224 … 64 / 224 ptxas spilled 32 bytes).
+// Register splits (ptxas 13.0, no spills in any of the three): variant 9 producer 48 / consumers
+// 224; 10 and 11 (stream-K parts; 10 without the workspace): 72 / 216, 11's own, so 10 against 11
+// isolates the schedule. (11 at 48 / 224 and 40 / 232 spilled 8 bytes in the consumers.)
 cudaError_t launch_attn_sm90_ws(const AttnArgs& a, int max_q_len, int num_requests, int variant, void* ws,
                                 size_t ws_bytes, cudaStream_t stream) {
   const int tq = kWRows / a.g;
@@ -542,11 +553,11 @@ cudaError_t launch_attn_sm90_ws(const AttnArgs& a, int max_q_len, int num_reques
       w.slots = reinterpret_cast<float4*>(static_cast<unsigned char*>(ws) + kSkFlagBytes);
       const cudaError_t e = cudaMemsetAsync(w.flags, 0, size_t(p) * 4, stream);
       if (e != cudaSuccess) return e;
-      return launch_ws<80, 216, true>(a, w, p, stream);
+      return launch_ws<72, 216, true>(a, w, p, stream);
     }
   }
   const int grid = int(std::min<long>(items, sms));
-  return variant >= 10 ? launch_ws<80, 216, false>(a, w, grid, stream) : launch_ws<48, 224, false>(a, w, grid, stream);
+  return variant >= 10 ? launch_ws<72, 216, false>(a, w, grid, stream) : launch_ws<48, 224, false>(a, w, grid, stream);
 }
 
 }  // namespace g4c::cuda

@@ -70,7 +70,8 @@ void check(const std::vector<int>& n, int P, int F) {
       if (p.mode == 2) {
         // The blocks (c, m_hi) with non-empty ranges are exactly those holding x's other pieces.
         std::set<int> named, holding;
-        for (int b = c + 1; b < p.m_hi; ++b)
+        const int m_hi = g4c::cuda::sk::merge_hi(s.W, P, c, p.end);
+        for (int b = c + 1; b < m_hi; ++b)
           if (!g4c::cuda::sk::empty(s.W, P, b)) named.insert(b);
         for (int b = 0; b < P; ++b)
           for (const Part& q : s.parts[b])
