@@ -21,6 +21,7 @@ using g4c::cuda::sk::Walk;
 
 struct Sched {
   std::vector<std::vector<Part>> parts;  // per block
+  std::vector<long> pre;                 // first unit of each item
   long W = 0;
 };
 
@@ -31,6 +32,7 @@ Sched schedule(const std::vector<int>& n, int P, int F) {
   for (int x = 0; x < N; ++x) pre[x + 1] = pre[x] + (n[x] > 0 ? F + n[x] : 0);
   Sched s;
   s.W = pre[N];
+  s.pre = pre;
   s.parts.resize(P);
   auto tiles = [&](int x) { return n[x]; };
   for (int c = 0; c < P; ++c) {
@@ -70,6 +72,10 @@ void check(const std::vector<int>& n, int P, int F) {
       if (p.mode == 2) {
         // The blocks (c, m_hi) with non-empty ranges are exactly those holding x's other pieces.
         std::set<int> named, holding;
+        // The kernel finds this item as the one holding the block's last unit (its setup).
+        const long hi_last = g4c::cuda::sk::lo_of(s.W, P, c + 1) - 1;
+        EXPECT_TRUE(s.pre[p.x] <= hi_last && hi_last < p.end) << "block " << c;
+        EXPECT_EQ(p.end, s.pre[p.x + 1]);
         const int m_hi = g4c::cuda::sk::merge_hi(s.W, P, c, p.end);
         for (int b = c + 1; b < m_hi; ++b)
           if (!g4c::cuda::sk::empty(s.W, P, b)) named.insert(b);
