@@ -76,6 +76,30 @@ __device__ __forceinline__ unsigned ld_acquire_u32(const unsigned* p) {
   return v;
 }
 
+// Nanoseconds on the GPU's global timer.
+__device__ __forceinline__ uint64_t global_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+// mbar_wait with a watchdog: a wait longer than 10 s can only be a broken protocol (a whole 8k
+// prefill takes milliseconds, ~100× that under compute-sanitizer), so it traps — the launch fails
+// with an error the caller sees — instead of hanging the process.
+__device__ __forceinline__ void ws_wait(uint64_t* b, uint32_t parity) {
+  uint32_t done = 0;
+  uint64_t t0 = 0;
+  for (uint32_t spins = 0;; ++spins) {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_u32(b)), "r"(parity)
+        : "memory");
+    if (done) return;
+    if (spins == 0) t0 = global_ns();
+    else if ((spins & 1023) == 0 && global_ns() - t0 > 10000000000ull) __trap();
+  }
+}
+
 // A part as the producer publishes it (x < 0: no parts left).
 struct WsPart {
   int x, t0, t1, mode;
@@ -194,7 +218,7 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
     auto tiles = [&](int x) { return ws_tiles(ws_item<SK>(a, w, x)); };
     uint32_t kt = 0;  // K/V tiles produced so far
     for (uint32_t pi = 0;; ++pi) {
-      mbar_wait(&qempty, (pi & 1) ^ 1);  // the consumers are done with part pi − 1's Q
+      ws_wait(&qempty, (pi & 1) ^ 1);  // the consumers are done with part pi − 1's Q
       WsPart& pp = part[pi & 1];
       if (lane == 0) {
         sk::Part pt{-1, 0, 0, 0, 0L};  // (end: merge_hi's argument, taken from sk_mhi instead)
@@ -250,18 +274,18 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
       if (n > 0) {
         offs(0, c0, c1);
         const uint32_t s = kt & 1;
-        mbar_wait(&kempty[s], ((kt >> 1) & 1) ^ 1);
+        ws_wait(&kempty[s], ((kt >> 1) & 1) ^ 1);
         load(kaddr0 + s * kWKV, kb, c0, c1, &kfull[s]);
       }
       for (int i = 0; i < n; ++i) {  // K(i + 1), then V(i): the order the consumers need them
         if (i + 1 < n) {
           offs(i + 1, n0, n1);
           const uint32_t u = kt + i + 1, s = u & 1;
-          mbar_wait(&kempty[s], ((u >> 1) & 1) ^ 1);
+          ws_wait(&kempty[s], ((u >> 1) & 1) ^ 1);
           load(kaddr0 + s * kWKV, kb, n0, n1, &kfull[s]);
         }
         const uint32_t u = kt + i, s = u & 1;
-        mbar_wait(&vempty[s], ((u >> 1) & 1) ^ 1);
+        ws_wait(&vempty[s], ((u >> 1) & 1) ^ 1);
         load(vaddr0 + s * kWKV, vb, c0, c1, &vfull[s]);
         c0 = n0;
         c1 = n1;
@@ -286,7 +310,7 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
   float s[kWBK / 2];
   uint32_t pa[kWBK / 16][4];
   for (uint32_t pi = 0;; ++pi) {
-    mbar_wait(&pfull, pi & 1);
+    ws_wait(&pfull, pi & 1);
     const WsPart& pt = part[pi & 1];
     if (pt.x < 0) break;
     const int n = pt.t1 - pt.t0, t_lo = pt.blk.t_lo + pt.t0;
@@ -382,11 +406,11 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
       }
     };
     auto wait_full = [&](uint64_t* full, uint32_t u) {
-      mbar_wait(full, (u >> 1) & 1);
+      ws_wait(full, (u >> 1) & 1);
       fence_proxy_async();  // the producer's cp.async writes (generic proxy) → wgmma reads (async proxy)
     };
 
-    mbar_wait(&qfull, pi & 1);
+    ws_wait(&qfull, pi & 1);
     fence_proxy_async();
     float c0, c1;
     if (n > 0) {
@@ -449,7 +473,10 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
         const int m_hi = sk_mhi;
         if (ctid == 0)
           for (int b = c + 1; b < m_hi; ++b)
-            while (ld_acquire_u32(w.flags + b) == 0u) __nanosleep(64);
+            for (const uint64_t t0 = global_ns(); ld_acquire_u32(w.flags + b) == 0u;) {
+              __nanosleep(64);
+              if (global_ns() - t0 > 10000000000ull) __trap();  // as ws_wait
+            }
         consumers_bar();
         for (int b = c + 1; b < m_hi; ++b) {
           if (__ldcg(w.flags + b) != 1u) continue;  // an empty range (flag 2)
