@@ -11,16 +11,16 @@
 // variant 11 also shares the launch's key tiles evenly between the blocks (stream-K).
 //
 // Block = 3 warpgroups (384 threads):
-//   warpgroup 0: warp 0 is the producer (setmaxnreg: launch_attn_sm90_ws; warps 1–3 leave). It walks the block's
-//     parts; per part it publishes the part (shared memory + mbarrier `pfull`), then loads Q
-//     (128 rows: 64 tokens × G heads; once the consumers released the Q buffer) and per key
-//     tile K(i + 1) and V(i) into the tile's stage once released: 16-byte cp.async per lane, one
-//     512-byte row per warp instruction, the row's slot (paged / ring) computed by lane
-//     (key mod 32) and shuffled; each group signalled by cp.async.mbarrier.arrive.noinc on the
-//     buffer's `full` barrier (it completes when the lane's copies have landed).
-//   warpgroups 1, 2 (consumers): 64 query rows each, the variant-5 loop; each
-//     waits `full`, fences the proxies (cp.async writes are generic-proxy, wgmma reads
-//     async-proxy) and arrives on `empty` once its wgmmas reading the buffer have completed.
+//   warpgroup 0: warp 0 is the producer (setmaxnreg, see launch_attn_sm90_ws; warps 1–3
+//     leave). It walks the block's parts; per part it publishes the part (shared memory +
+//     mbarrier `pfull`), then loads Q (128 rows: 64 tokens × G heads; once the consumers
+//     released the Q buffer) and per key tile K(i + 1) and V(i) into the tile's stage once
+//     released: 16-byte cp.async per lane, one 512-byte row per warp instruction, the row's slot
+//     (paged / ring) computed by lane (key mod 32) and shuffled. A group is published on the
+//     buffer's `full` mbarrier once it has landed, each lane fencing its cp.async writes (generic
+//     proxy) for the wgmmas (async proxy) first, as the warp-specialized GEMM's producer does.
+//   warpgroups 1, 2 (consumers): 64 query rows each, the variant-5 loop; each waits `full` and
+//     arrives on `empty` once its wgmmas reading the buffer have completed.
 //     Output: normalized, staged per warpgroup in 16 KB of shared memory (half the columns at a
 //     time, 16-byte chunks XOR-swizzled per row), stored as 256-byte row segments.
 // Shared memory: Q 64 KB, two K and two V stages of 32 KB, 2 × 16 KB staging = 224 KB.
@@ -30,6 +30,9 @@
 // item; a later piece of an item leaves its unnormalized state (O, m, l) in the block's workspace
 // slot and releases a flag; the item's first piece merges them in block order before its output.
 // d = 256, one KV split, 16-byte-aligned output only (launch_attn_sm90 routes the rest to 5).
+// The barrier protocol (who waits for which phase, the part slots, the producer's one group in
+// flight) has a model check: scripts/gpu/ws_protocol_model.py (random interleavings, no deadlock,
+// no buffer overwritten while read). Not yet run on a GPU (2026-12-04: no device was lent).
 #include "runtime/cuda/attention.cuh"
 
 #include "runtime/cuda/attention_impl.cuh"
@@ -61,9 +64,15 @@ constexpr size_t kSkSlotF4 = size_t(kWD / 8 + 1) * 256;
 __device__ __forceinline__ void cp_async16_sz(uint32_t saddr, const void* gmem, uint32_t bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(saddr), "l"(gmem), "r"(bytes));
 }
-// Arrives on b when every cp.async this thread issued before has landed (no pending-count change).
-__device__ __forceinline__ void cp_async_arrive_noinc(uint64_t* b) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_u32(b)) : "memory");
+// Whether the phase of parity `parity` of b has completed (no wait).
+__device__ __forceinline__ bool mbar_test(uint64_t* b, uint32_t parity) {
+  uint32_t done;
+  asm volatile(
+      "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(smem_u32(b)), "r"(parity)
+      : "memory");
+  return done != 0;
 }
 __device__ __forceinline__ void wg_bar(int id) { asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory"); }
 __device__ __forceinline__ void consumers_bar() { asm volatile("bar.sync 3, 256;\n" ::: "memory"); }
@@ -216,9 +225,41 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
     __shared__ int next_k;  // SK = false: the next item of the block's round robin
     if (lane == 0) next_k = c;
     auto tiles = [&](int x) { return ws_tiles(ws_item<SK>(a, w, x)); };
+    // Each load (Q, a K or a V tile) is one cp.async group. A group is published once it has
+    // landed: each lane waits for its own copies, fences (its cp.async writes are generic-proxy,
+    // the wgmmas that read them async-proxy) and arrives on the buffer's `full` barrier (32
+    // arrivals). One group stays in flight while the next is issued; before the warp blocks on an
+    // `empty` barrier it publishes everything it has issued, so no consumer waits on a load that
+    // the blocked producer holds back.
+    uint32_t pend = 0;  // the `full` barrier (shared address) of the group in flight, 0: none
+    auto publish = [&](uint32_t bar) {
+      fence_proxy_async();
+      asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+    };
+    auto issued = [&](uint64_t* full) {
+      cp_async_commit();
+      if (pend) {
+        cp_async_wait<1>();
+        publish(pend);
+      }
+      pend = smem_u32(full);
+    };
+    auto flush = [&] {
+      if (pend) {
+        cp_async_wait<0>();
+        publish(pend);
+        pend = 0;
+      }
+    };
+    auto acquire = [&](uint64_t* empty, uint32_t parity) {
+      if (!mbar_test(empty, parity)) {
+        flush();
+        ws_wait(empty, parity);
+      }
+    };
     uint32_t kt = 0;  // K/V tiles produced so far
     for (uint32_t pi = 0;; ++pi) {
-      ws_wait(&qempty, (pi & 1) ^ 1);  // the consumers are done with part pi − 1's Q
+      acquire(&qempty, (pi & 1) ^ 1);  // the consumers are done with part pi − 1's Q
       WsPart& pp = part[pi & 1];
       if (lane == 0) {
         sk::Part pt{-1, 0, 0, 0, 0L};  // (end: merge_hi's argument, taken from sk_mhi instead)
@@ -251,7 +292,7 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
           const bf16* src = ok ? q + (long(tq) * a.hq + rows.head(rho)) * kWD : a.q;
           cp_async16_sz(qaddr + cb128 + rho * 128 + ((uint32_t((lane & 7) ^ (rho & 7))) << 4), src, ok ? 16u : 0u);
         }
-        cp_async_arrive_noinc(&qfull);
+        issued(&qfull);
       }
       const uint4* kb = reinterpret_cast<const uint4*>(a.kv.k + long(blk.hk) * kWD) + lane;
       const uint4* vb = reinterpret_cast<const uint4*>(a.kv.v + long(blk.hk) * kWD) + lane;
@@ -268,31 +309,31 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
           const uint32_t o = __shfl_sync(0xffffffffu, kr < 32 ? o0 : o1, kr & 31);
           cp_async16_s(dst + cb64 + kr * 128 + (uint32_t((lane & 7) ^ (kr & 7)) << 4), src + o);
         }
-        cp_async_arrive_noinc(full);
+        issued(full);
       };
       uint32_t c0 = 0, c1 = 0, n0 = 0, n1 = 0;  // offsets of tile i (c) and i + 1 (n)
       if (n > 0) {
         offs(0, c0, c1);
         const uint32_t s = kt & 1;
-        ws_wait(&kempty[s], ((kt >> 1) & 1) ^ 1);
+        acquire(&kempty[s], ((kt >> 1) & 1) ^ 1);
         load(kaddr0 + s * kWKV, kb, c0, c1, &kfull[s]);
       }
       for (int i = 0; i < n; ++i) {  // K(i + 1), then V(i): the order the consumers need them
         if (i + 1 < n) {
           offs(i + 1, n0, n1);
           const uint32_t u = kt + i + 1, s = u & 1;
-          ws_wait(&kempty[s], ((u >> 1) & 1) ^ 1);
+          acquire(&kempty[s], ((u >> 1) & 1) ^ 1);
           load(kaddr0 + s * kWKV, kb, n0, n1, &kfull[s]);
         }
         const uint32_t u = kt + i, s = u & 1;
-        ws_wait(&vempty[s], ((u >> 1) & 1) ^ 1);
+        acquire(&vempty[s], ((u >> 1) & 1) ^ 1);
         load(vaddr0 + s * kWKV, vb, c0, c1, &vfull[s]);
         c0 = n0;
         c1 = n1;
       }
       kt += n;
     }
-    cp_async_wait<0>();  // nothing in flight when the warp leaves
+    flush();  // the last group, unless the last acquire published it (nothing in flight at exit)
     return;
   }
 
@@ -405,13 +446,9 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
         pa[kk][3] = pack_bf162(s[8 * kk + 6], s[8 * kk + 7]);
       }
     };
-    auto wait_full = [&](uint64_t* full, uint32_t u) {
-      ws_wait(full, (u >> 1) & 1);
-      fence_proxy_async();  // the producer's cp.async writes (generic proxy) → wgmma reads (async proxy)
-    };
+    auto wait_full = [&](uint64_t* full, uint32_t u) { ws_wait(full, (u >> 1) & 1); };
 
     ws_wait(&qfull, pi & 1);
-    fence_proxy_async();
     float c0, c1;
     if (n > 0) {
       const uint32_t u = kt;
