@@ -214,7 +214,8 @@ json bench(const BenchArgs& a) {
                               {"fuse_siblings", a.dev.fuse_siblings},
                               {"deterministic", a.dev.deterministic},
                               {"whole_tiles", a.dev.whole_tiles},
-                              {"device_argmax", a.dev.device_argmax}};
+                              {"device_argmax", a.dev.device_argmax},
+                              {"prefill_attention", a.dev.prefill_attention}};
   rep["load_s"] = load_s;
   rep["requests"] = full[0].summary["requests"];
   std::vector<double> el, pel, ttft, tpot;

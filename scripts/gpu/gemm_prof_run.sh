@@ -5,7 +5,9 @@
 # g4c_gpu_decode_bench of this build / of a build to compare with).
 # Env: TESTS (gtest filter, empty: skip), SHAPE (bench shape substring), M (tokens),
 # BENCH (';'-separated commands), NCU_WHOLE / NCU_GREEN (1: ncu full of the first rs_gemm launch),
-# SAN / SAN_RACE (gtest filters for memcheck / racecheck; SAN_LIMIT seconds each), SASS (1: cuobjdump of SASS_FN).
+# SAN / SAN_RACE (gtest filters for memcheck / racecheck; SAN_LIMIT seconds each; SAN_ENV: extra
+# VAR=value words for those runs only, e.g. SAN_ENV=G4C_TEST_PREFILL_VARIANTS=9,10,11), SASS (1:
+# cuobjdump of SASS_FN).
 # BENCH and PROF entries are eval'd: escape shell characters in values (G4C_BENCH_SHAPE=full\ k,
 # not ->512, whose '>' redirects). PROF's regex matches ncu's demangled names, which spell template
 # arguments as (int)256, so use '.' for the parentheses: rs_gemm_kernel<.int.256, .int.6, ...>.
@@ -60,12 +62,12 @@ done
 [ "${NCU_GREEN:-0}" = 1 ] && prof green --green 16
 if [ -n "${SAN:-}" ]; then
   t "memcheck $SAN"
-  timeout ${SAN_LIMIT:-240} compute-sanitizer --tool memcheck --leak-check no --error-exitcode 3 /tmp/ab/kt --gtest_filter="$SAN" > $O/memcheck.log 2>&1; echo "memcheck rc=$?"
+  timeout ${SAN_LIMIT:-240} env ${SAN_ENV:-} compute-sanitizer --tool memcheck --leak-check no --error-exitcode 3 /tmp/ab/kt --gtest_filter="$SAN" > $O/memcheck.log 2>&1; echo "memcheck rc=$?"
   grep -E "ERROR SUMMARY|FAILED" $O/memcheck.log | tail -3
 fi
 if [ -n "${SAN_RACE:-}" ]; then
   t "racecheck $SAN_RACE"
-  timeout ${SAN_LIMIT:-240} compute-sanitizer --tool racecheck --error-exitcode 3 /tmp/ab/kt --gtest_filter="$SAN_RACE" > $O/racecheck.log 2>&1; echo "racecheck rc=$?"
+  timeout ${SAN_LIMIT:-240} env ${SAN_ENV:-} compute-sanitizer --tool racecheck --error-exitcode 3 /tmp/ab/kt --gtest_filter="$SAN_RACE" > $O/racecheck.log 2>&1; echo "racecheck rc=$?"
   grep -E "RACECHECK SUMMARY|FAILED" $O/racecheck.log | tail -2
 fi
 if [ -n "$CUOBJ" ] && [ "${SASS:-0}" = 1 ]; then

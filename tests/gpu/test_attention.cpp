@@ -3,8 +3,10 @@
 // K=V stored once (K formed from V by the kernel).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <string>
 
 #include "runtime/cuda/attention.cuh"
 #include "runtime/cuda/fused.cuh"
@@ -481,8 +483,11 @@ TEST(GpuAttention, PrefillHopperKernel) {
   // with empty ranges); on small grids ranges hold whole query blocks and cut others anywhere.
   const int runs[][3] = {{0, 0, 1}, {1, 0, 1}, {2, 0, 1}, {3, 0, 1}, {4, 0, 1},  {5, 0, 1},  {6, 0, 1},
                          {7, 0, 1}, {8, 0, 1}, {9, 0, 1}, {10, 0, 1}, {11, 0, 1}, {11, 40, 0}, {11, 7, 3}};
+  // G4C_TEST_PREFILL_VARIANTS="9,10,11": only these (compute-sanitizer runs of new variants).
+  const char* only = std::getenv("G4C_TEST_PREFILL_VARIANTS");
   for (const auto& run : runs) {
     const int variant = run[0];
+    if (only && (std::string(",") + only + ",").find("," + std::to_string(variant) + ",") == std::string::npos) continue;
     struct Use {
       Use(int v, int blocks, int fixed) {
         cuda::attention_set_prefill_kernel(v);
