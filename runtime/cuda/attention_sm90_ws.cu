@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
   extern __shared__ unsigned char smem_raw[];
   unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   const uint32_t qaddr = smem_u32(base), kaddr0 = qaddr + kWQ, vaddr0 = kaddr0 + 2 * kWKV, saddr0 = vaddr0 + 2 * kWKV;
-  // full: count 32 (the producer lanes' noinc arrivals); empty: count 256 (every consumer thread);
+  // full: count 32 (each producer lane, once its copies landed); empty: count 256 (every consumer thread);
   // pfull: count 1 (the producer's lane 0, after writing the part).
   __shared__ uint64_t qfull, qempty, kfull[2], kempty[2], vfull[2], vempty[2], pfull;
   __shared__ WsPart part[2];  // part j in part[j & 1]: rewritten for j + 2 after qempty(j + 1)
