@@ -34,6 +34,7 @@
 #include "runtime/cuda/attention.cuh"
 
 #include "runtime/cuda/attention_impl.cuh"
+#include "runtime/cuda/attention_sm90_tile.cuh"
 #include "runtime/cuda/cluster.cuh"
 #include "runtime/cuda/common.cuh"
 #include "runtime/cuda/wgmma.cuh"
@@ -162,94 +163,14 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
 
   float s[BK / 2];
   uint32_t pa[BK / 16][4];
-  auto issue_s = [&](int i) {
-    const uint64_t dks = (i & 1) ? dk[1] : dk[0];
-#pragma unroll
-    for (int j = 0; j < BK / 2; ++j) s[j] = 0.f;
-    wgmma_fence();
-#pragma unroll
-    for (int kd = 0; kd < D / 16; ++kd)
-      wgmma_ss(s, dq + (((kd >> 2) * (kRows * 128) + (kd & 3) * 32) >> 4),
-               dks + (((kd >> 2) * (BK * 128) + (kd & 3) * 32) >> 4));
-    wgmma_commit();
-  };
-  auto issue_pv = [&](int i) {
-    const uint64_t dvs = (i & 1) ? dv[1] : dv[0];
-    wgmma_fence();  // O / P written since (and under PIPE: S and P·V are separate pipeline stages)
-#pragma unroll
-    for (int kk = 0; kk < BK / 16; ++kk) wgmma_rs_tb(o, pa[kk], dvs + ((kk * 2048) >> 4));
-    wgmma_commit();
-  };
-  // Tile i's scores in s → P (unnormalized, in s), m and l updated; c0 / c1: O's rescale factors.
-  // Scores stay unscaled (scale > 0: the maximum commutes with it); the scale folds into the
-  // exponent's FFMA.
-  const float sl = a.scale_log2;
+  // The per-tile math (attention_sm90_tile.cuh), on this block's stages (tile i in stage i & 1).
+  auto issue_s = [&](int i) { sm90_issue_s<D, BK, kRows>(s, dq, (i & 1) ? dk[1] : dk[0]); };
+  auto issue_pv = [&](int i) { sm90_issue_pv<BK>(o, pa, (i & 1) ? dv[1] : dv[0]); };
+  const Sm90RowMask rmask{p0, p1, pmin, pmax, a.window, t, valid0, valid1, a.scale_log2};
   auto softmax = [&](int i, float& c0, float& c1) {
-    const int j0 = (t_lo + i) * BK;
-    const bool whole = j0 + BK - 1 <= pmin && (a.window == 0 || j0 > pmax - a.window);
-    float mx0 = -INFINITY, mx1 = -INFINITY;
-    if (whole) {
-#pragma unroll
-      for (int k = 0; k < BK / 2; k += 4) {
-        mx0 = fmaxf(mx0, fmaxf(s[k], s[k + 1]));
-        mx1 = fmaxf(mx1, fmaxf(s[k + 2], s[k + 3]));
-      }
-    } else {
-#pragma unroll
-      for (int k = 0; k < BK / 2; ++k) {
-        const int j = j0 + (k >> 2) * 8 + 2 * t + (k & 1);
-        const bool hi = (k >> 1) & 1;
-        const int p = hi ? p1 : p0;
-        const bool vis = (hi ? valid1 : valid0) && j <= p && (a.window == 0 || j > p - a.window);
-        const float v = vis ? s[k] : -INFINITY;
-        s[k] = v;
-        if (hi) mx1 = fmaxf(mx1, v); else mx0 = fmaxf(mx0, v);
-      }
-    }
-#pragma unroll
-    for (int off = 1; off <= 2; off <<= 1) {
-      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, off));
-      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, off));
-    }
-    mx0 *= sl;  // −∞ stays −∞
-    mx1 *= sl;
-    // Lazy rescale (see the top): the reference moves only when the tile's maximum exceeds it by
-    // more than 8 (c = 1 otherwise; also while a row has seen no visible key).
-    const float mn0 = mx0 > m0 + 8.f ? mx0 : m0, mn1 = mx1 > m1 + 8.f ? mx1 : m1;
-    const float b0 = mn0 == -INFINITY ? 0.f : mn0, b1 = mn1 == -INFINITY ? 0.f : mn1;
-    c0 = mn0 == m0 ? 1.f : fast_exp2(m0 - b0);
-    c1 = mn1 == m1 ? 1.f : fast_exp2(m1 - b1);
-    float ls0 = 0.f, ls1 = 0.f;
-#pragma unroll
-    for (int k = 0; k < BK / 2; k += 4) {
-      s[k] = fast_exp2(fmaf(s[k], sl, -b0));
-      s[k + 1] = fast_exp2(fmaf(s[k + 1], sl, -b0));
-      s[k + 2] = fast_exp2(fmaf(s[k + 2], sl, -b1));
-      s[k + 3] = fast_exp2(fmaf(s[k + 3], sl, -b1));
-      ls0 += s[k] + s[k + 1];
-      ls1 += s[k + 2] + s[k + 3];
-    }
-    l0 = l0 * c0 + ls0;
-    l1 = l1 * c1 + ls1;
-    m0 = mn0;
-    m1 = mn1;
+    sm90_softmax<BK>(s, m0, m1, l0, l1, c0, c1, (t_lo + i) * BK, rmask);
   };
-  auto rescale_pack = [&](float c0, float c1) {
-    // Skip the multiply when no row of the warp moved its reference (most tiles).
-    if (__any_sync(0xffffffffu, c0 != 1.f || c1 != 1.f)) {
-#pragma unroll
-      for (int k = 0; k < DV / 2; k += 4) {
-        o[k] *= c0; o[k + 1] *= c0; o[k + 2] *= c1; o[k + 3] *= c1;
-      }
-    }
-#pragma unroll
-    for (int kk = 0; kk < BK / 16; ++kk) {
-      pa[kk][0] = pack_bf162(s[8 * kk], s[8 * kk + 1]);
-      pa[kk][1] = pack_bf162(s[8 * kk + 2], s[8 * kk + 3]);
-      pa[kk][2] = pack_bf162(s[8 * kk + 4], s[8 * kk + 5]);
-      pa[kk][3] = pack_bf162(s[8 * kk + 6], s[8 * kk + 7]);
-    }
-  };
+  auto rescale_pack = [&](float c0, float c1) { sm90_rescale_pack<DV, BK>(o, s, pa, c0, c1); };
 
   if constexpr (PIPE) {
     // Iteration i's loads: K(i + 1) and V(i).
@@ -333,14 +254,8 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
       cluster_wait();
       if (wg == crank) {  // this block writes warpgroup `crank`'s rows, merged with the other block's
         const uint32_t peer = uint32_t(crank ^ 1);
-        const float4 pm = ld_cluster_f4(ml, peer);
-        const float M0 = fmaxf(m0, pm.x), M1 = fmaxf(m1, pm.y);
-        const float a0 = m0 == -INFINITY ? 0.f : exp2f(m0 - M0), b0 = pm.x == -INFINITY ? 0.f : exp2f(pm.x - M0);
-        const float a1 = m1 == -INFINITY ? 0.f : exp2f(m1 - M1), b1 = pm.y == -INFINITY ? 0.f : exp2f(pm.y - M1);
-        l0 = l0 * a0 + pm.z * b0;
-        l1 = l1 * a1 + pm.w * b1;
-        m0 = M0;
-        m1 = M1;
+        const float4 wt = sm90_merge_ml(m0, m1, l0, l1, ld_cluster_f4(ml, peer));
+        const float a0 = wt.x, b0 = wt.y, a1 = wt.z, b1 = wt.w;
 #pragma unroll
         for (int j = 0; j < DV / 8; ++j) {  // (o must stay in registers: fully unrolled)
           const float4 q = ld_cluster_f4(part + j * kThreads, peer);

@@ -37,6 +37,7 @@
 
 #include "runtime/cuda/attention_impl.cuh"
 #include "runtime/cuda/attention_sk.h"
+#include "runtime/cuda/attention_sm90_tile.cuh"
 #include "runtime/cuda/common.cuh"
 #include "runtime/cuda/gemm.cuh"  // gemm_stream_sms
 #include "runtime/cuda/mbarrier.cuh"
@@ -345,7 +346,6 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
   const uint64_t dq = sw128_desc(qaddr + wg * (64 * 128));
   const uint64_t dk[2] = {sw128_desc(kaddr0), sw128_desc(kaddr0 + kWKV)};
   const uint64_t dv[2] = {sw128_desc_mn(vaddr0, kWBK * 128), sw128_desc_mn(vaddr0 + kWKV, kWBK * 128)};
-  const float sl = a.scale_log2;
   uint32_t kt = 0;
   float o[kWD / 2];
   float s[kWBK / 2];
@@ -363,89 +363,14 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
     for (int i = 0; i < kWD / 2; ++i) o[i] = 0.f;
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
 
-    auto issue_s = [&](uint32_t u) {
-      const uint64_t dks = (u & 1) ? dk[1] : dk[0];
-#pragma unroll
-      for (int j = 0; j < kWBK / 2; ++j) s[j] = 0.f;
-      wgmma_fence();
-#pragma unroll
-      for (int kd = 0; kd < kWD / 16; ++kd)
-        wgmma_ss(s, dq + (((kd >> 2) * (kWRows * 128) + (kd & 3) * 32) >> 4),
-                 dks + (((kd >> 2) * (kWBK * 128) + (kd & 3) * 32) >> 4));
-      wgmma_commit();
-    };
-    auto issue_pv = [&](uint32_t u) {
-      const uint64_t dvs = (u & 1) ? dv[1] : dv[0];
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < kWBK / 16; ++kk) wgmma_rs_tb(o, pa[kk], dvs + ((kk * 2048) >> 4));
-      wgmma_commit();
-    };
-    // Variant 5's softmax (attention_sm90.cu): unscaled scores, the scale folded into the
-    // exponent, masks only on tiles some row does not see whole, lazy rescale by 2^8.
+    // The per-tile math (attention_sm90_tile.cuh, variant 5's), on stage u & 1 of tile count u.
+    auto issue_s = [&](uint32_t u) { sm90_issue_s<kWD, kWBK, kWRows>(s, dq, (u & 1) ? dk[1] : dk[0]); };
+    auto issue_pv = [&](uint32_t u) { sm90_issue_pv<kWBK>(o, pa, (u & 1) ? dv[1] : dv[0]); };
+    const Sm90RowMask rmask{p0, p1, pmin, pmax, a.window, t, valid0, valid1, a.scale_log2};
     auto softmax = [&](int i, float& c0, float& c1) {
-      const int j0 = (t_lo + i) * kWBK;
-      const bool whole = j0 + kWBK - 1 <= pmin && (a.window == 0 || j0 > pmax - a.window);
-      float mx0 = -INFINITY, mx1 = -INFINITY;
-      if (whole) {
-#pragma unroll
-        for (int e = 0; e < kWBK / 2; e += 4) {
-          mx0 = fmaxf(mx0, fmaxf(s[e], s[e + 1]));
-          mx1 = fmaxf(mx1, fmaxf(s[e + 2], s[e + 3]));
-        }
-      } else {
-#pragma unroll
-        for (int e = 0; e < kWBK / 2; ++e) {
-          const int j = j0 + (e >> 2) * 8 + 2 * t + (e & 1);
-          const bool hi = (e >> 1) & 1;
-          const int p = hi ? p1 : p0;
-          const bool vis = (hi ? valid1 : valid0) && j <= p && (a.window == 0 || j > p - a.window);
-          const float v = vis ? s[e] : -INFINITY;
-          s[e] = v;
-          if (hi) mx1 = fmaxf(mx1, v); else mx0 = fmaxf(mx0, v);
-        }
-      }
-#pragma unroll
-      for (int off = 1; off <= 2; off <<= 1) {
-        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, off));
-        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, off));
-      }
-      mx0 *= sl;
-      mx1 *= sl;
-      const float mn0 = mx0 > m0 + 8.f ? mx0 : m0, mn1 = mx1 > m1 + 8.f ? mx1 : m1;
-      const float b0 = mn0 == -INFINITY ? 0.f : mn0, b1 = mn1 == -INFINITY ? 0.f : mn1;
-      c0 = mn0 == m0 ? 1.f : fast_exp2(m0 - b0);
-      c1 = mn1 == m1 ? 1.f : fast_exp2(m1 - b1);
-      float ls0 = 0.f, ls1 = 0.f;
-#pragma unroll
-      for (int e = 0; e < kWBK / 2; e += 4) {
-        s[e] = fast_exp2(fmaf(s[e], sl, -b0));
-        s[e + 1] = fast_exp2(fmaf(s[e + 1], sl, -b0));
-        s[e + 2] = fast_exp2(fmaf(s[e + 2], sl, -b1));
-        s[e + 3] = fast_exp2(fmaf(s[e + 3], sl, -b1));
-        ls0 += s[e] + s[e + 1];
-        ls1 += s[e + 2] + s[e + 3];
-      }
-      l0 = l0 * c0 + ls0;
-      l1 = l1 * c1 + ls1;
-      m0 = mn0;
-      m1 = mn1;
+      sm90_softmax<kWBK>(s, m0, m1, l0, l1, c0, c1, (t_lo + i) * kWBK, rmask);
     };
-    auto rescale_pack = [&](float c0, float c1) {
-      if (__any_sync(0xffffffffu, c0 != 1.f || c1 != 1.f)) {
-#pragma unroll
-        for (int e = 0; e < kWD / 2; e += 4) {
-          o[e] *= c0; o[e + 1] *= c0; o[e + 2] *= c1; o[e + 3] *= c1;
-        }
-      }
-#pragma unroll
-      for (int kk = 0; kk < kWBK / 16; ++kk) {
-        pa[kk][0] = pack_bf162(s[8 * kk], s[8 * kk + 1]);
-        pa[kk][1] = pack_bf162(s[8 * kk + 2], s[8 * kk + 3]);
-        pa[kk][2] = pack_bf162(s[8 * kk + 4], s[8 * kk + 5]);
-        pa[kk][3] = pack_bf162(s[8 * kk + 6], s[8 * kk + 7]);
-      }
-    };
+    auto rescale_pack = [&](float c0, float c1) { sm90_rescale_pack<kWD, kWBK>(o, s, pa, c0, c1); };
     auto wait_full = [&](uint64_t* full, uint32_t u) { ws_wait(full, (u >> 1) & 1); };
 
     ws_wait(&qfull, pi & 1);
@@ -494,8 +419,7 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
 
     if constexpr (SK) {
       const int mode = pt.mode;
-      // (P and c re-read here: the loop above runs at the consumers' register limit.)
-      const int P = int(gridDim.x), c = int(blockIdx.x);
+      const int c = int(blockIdx.x);  // (re-read: the loop above runs at the consumers' register limit)
       if (mode == 1) {  // a later piece: the state to slot c, then its flag (release)
         float4* dst = w.slots + size_t(c) * kSkSlotF4 + ctid;
 #pragma unroll
@@ -518,14 +442,8 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
         for (int b = c + 1; b < m_hi; ++b) {
           if (__ldcg(w.flags + b) != 1u) continue;  // an empty range (flag 2)
           const float4* src = w.slots + size_t(b) * kSkSlotF4 + ctid;
-          const float4 pm = __ldcg(src + (kWD / 8) * 256);
-          const float M0 = fmaxf(m0, pm.x), M1 = fmaxf(m1, pm.y);
-          const float a0 = m0 == -INFINITY ? 0.f : exp2f(m0 - M0), b0 = pm.x == -INFINITY ? 0.f : exp2f(pm.x - M0);
-          const float a1 = m1 == -INFINITY ? 0.f : exp2f(m1 - M1), b1 = pm.y == -INFINITY ? 0.f : exp2f(pm.y - M1);
-          l0 = l0 * a0 + pm.z * b0;
-          l1 = l1 * a1 + pm.w * b1;
-          m0 = M0;
-          m1 = M1;
+          const float4 wt = sm90_merge_ml(m0, m1, l0, l1, __ldcg(src + (kWD / 8) * 256));
+          const float a0 = wt.x, b0 = wt.y, a1 = wt.z, b1 = wt.w;
           // (o must stay in registers: fully unrolled. Eight loads in flight at a time: with all 32
           // hoisted, ptxas spilled at the consumers' register limit.)
 #pragma unroll
