@@ -1,4 +1,5 @@
-// Hopper (sm_90a) prefill attention on wgmma (API: attention.cuh; dispatch in attention.cu).
+// Hopper (sm_90a) prefill attention on wgmma (API: attention.cuh; dispatch in attention.cu). The
+// per-tile math lives in attention_sm90_tile.cuh (shared with attention_sm90_ws.cu, variants 9–11).
 //
 // Block = NWG warpgroups (128 threads each) × 64 query rows each, sharing the block's K/V tiles
 // (NWG = 2 halves the loads per row); a row is one (token, q head) pair and
