@@ -6,8 +6,8 @@
 // Why (BENCHMARKS.md, Attention, eighth session): at hd 256 W1024 2k a variant-5 block spends
 // 4.2–5.3 µs from its start to its first tile (96 KB of Q and K through per-thread cp.async
 // issued by the threads that then wait) and 2.1 µs storing its output, twice on the critical
-// path; and one block per query block leaves the busiest SM 17 + 16 key tiles against 24.7 on
-// average. Here the loads of part j + 1 run under part j's last tiles and stores (9 / 10), and
+// path; and one block per query block leaves the busiest SM 32 key tiles against 24.7 on average
+// (17-tile query blocks on 128 of the 132 SMs, then the 16- and 15-tile ones). Here the loads of part j + 1 run under part j's last tiles and stores (9 / 10), and
 // variant 11 also shares the launch's key tiles evenly between the blocks (stream-K).
 //
 // Block = 3 warpgroups (384 threads):
@@ -28,11 +28,13 @@
 // heavy-first order, block b taking items b, b + P, b + 2P … 11 (SK): the stream-K schedule of
 // attention_sk.h over items in (request · kv head, query block) order, F units of fixed cost per
 // item; a later piece of an item leaves its unnormalized state (O, m, l) in the block's workspace
-// slot and releases a flag; the item's first piece merges them in block order before its output.
+// slot and releases a flag (a block with no units flags 2 at its start); the item's first piece
+// merges them in block order before its output.
 // d = 256, one KV split, 16-byte-aligned output only (launch_attn_sm90 routes the rest to 5).
 // The barrier protocol (who waits for which phase, the part slots, the producer's one group in
 // flight) has a model check: scripts/gpu/ws_protocol_model.py (random interleavings, no deadlock,
-// no buffer overwritten while read). Not yet run on a GPU (2026-12-04: no device was lent).
+// no buffer overwritten while read); every wait traps after 10 s (ws_wait), so a protocol error
+// fails the launch instead of hanging. Not yet run on a GPU (2026-12-04: no device was lent).
 #include "runtime/cuda/attention.cuh"
 
 #include "runtime/cuda/attention_impl.cuh"
