@@ -395,7 +395,7 @@ void bench_attention() {
         // and persistent (attention_sm90_ws.cu; two register splits), v11 = v10 sharing the key tiles
         // evenly (stream-K; d 512: v9 … v11 = v5).
         if (L.d == 256 || L.d == 512)
-          for (int kvar : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}) {
+          for (int kvar : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}) {
             if (L.d == 512 && (kvar % 2 == 0) && kvar < 7) continue;
             // G4C_BENCH_PVARS="5,9": time only these variants (quick A/Bs).
             if (const char* pv = std::getenv("G4C_BENCH_PVARS"))
