@@ -479,8 +479,9 @@ TEST(GpuAttention, DecodeClusterCombine) {
 TEST(GpuAttention, PrefillHopperKernel) {
   G4C_REQUIRE_GPU();
   // Variant 11 (stream-K) also on grids of 40 and 7 blocks, F = 0 and 3: with one block per SM
-  // these cases have fewer units than blocks (a query block's tiles spread one per block, blocks
-  // with empty ranges); on small grids ranges hold whole query blocks and cut others anywhere.
+  // the smaller cases have fewer units than blocks (a query block's tiles spread one per block,
+  // blocks with empty ranges) and the larger ones cut query blocks over neighbouring blocks; on
+  // small grids ranges hold several whole query blocks and cut others anywhere.
   const int runs[][3] = {{0, 0, 1}, {1, 0, 1}, {2, 0, 1}, {3, 0, 1}, {4, 0, 1},  {5, 0, 1},  {6, 0, 1},
                          {7, 0, 1}, {8, 0, 1}, {9, 0, 1}, {10, 0, 1}, {11, 0, 1}, {11, 40, 0}, {11, 7, 3}};
   // G4C_TEST_PREFILL_VARIANTS="9,10,11": only these (compute-sanitizer runs of new variants).
