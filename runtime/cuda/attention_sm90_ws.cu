@@ -502,6 +502,14 @@ cudaError_t launch_ws(const AttnArgs& a, const WsArgs& w, int grid, cudaStream_t
   static const cudaError_t attr =  // once per instantiation (one device assumed)
       cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, kWSmem);
   if (attr != cudaSuccess) return attr;
+  // The registers the block starts with must cover the split (see the kernel): ptxas gives
+  // setmaxnreg kernels their launch bound's maximum (168 with nvcc 13.0); should a compiler give
+  // fewer, refuse rather than let setmaxnreg.inc wait forever.
+  static const int regs = [&] {
+    cudaFuncAttributes fa{};
+    return cudaFuncGetAttributes(&fa, kern) == cudaSuccess ? fa.numRegs : 0;
+  }();
+  if (regs * kWThreads < PR * 128 + CR * 256) return cudaErrorInvalidConfiguration;
   kern<<<grid, kWThreads, kWSmem, stream>>>(a, w);
   return cudaGetLastError();
 }
