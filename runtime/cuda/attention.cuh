@@ -81,9 +81,10 @@ int attention_cluster_capacity(int d, int splits, cudaStream_t stream);
 // 9 … 11: attention_sm90_ws.cu; 11 needs attention_prefill_workspace_bytes of workspace).
 // Process-wide; for tests and benchmarks.
 void attention_set_prefill_kernel(int k);
-// The stream-K prefill variant (11): `blocks` > 0 caps its grid (tests: pieces of one query block
-// over many blocks), 0 = one block per SM of the stream; `fixed` = F, the units of fixed cost
-// each query block weighs on top of its key tiles in the even split (default 1). Process-wide.
+// The persistent prefill variants (9 … 11): `blocks` > 0 caps their grid (tests: many parts per
+// block; for 11 also pieces of one query block over many blocks), 0 = up to one block per SM of
+// the stream; `fixed` = F, the units of fixed cost each query block weighs on top of its key
+// tiles in 11's even split (default 1). Process-wide.
 void attention_set_prefill_sk(int blocks, int fixed);
 // Workspace with which prefill variant 11 runs on `sms` SMs (0: the device's): a 4 KB flag header
 // and ≈ 132 KB per block (17.8 MB on 132 SMs). Independent of the batch.

@@ -548,7 +548,7 @@ cudaError_t launch_attn_sm90_ws(const AttnArgs& a, int max_q_len, int num_reques
       return launch_ws<72, 216, true>(a, w, p, stream);
     }
   }
-  const int grid = int(std::min<long>(items, sms));
+  const int grid = int(std::min<long>(items, g_sk_blocks > 0 ? std::min(g_sk_blocks, sms) : sms));
   return variant >= 10 ? launch_ws<72, 216, false>(a, w, grid, stream) : launch_ws<48, 224, false>(a, w, grid, stream);
 }
 

@@ -482,8 +482,11 @@ TEST(GpuAttention, PrefillHopperKernel) {
   // the smaller cases have fewer units than blocks (a query block's tiles spread one per block,
   // blocks with empty ranges) and the larger ones cut query blocks over neighbouring blocks; on
   // small grids ranges hold several whole query blocks and cut others anywhere.
-  const int runs[][3] = {{0, 0, 1}, {1, 0, 1}, {2, 0, 1}, {3, 0, 1}, {4, 0, 1},  {5, 0, 1},  {6, 0, 1},
-                         {7, 0, 1}, {8, 0, 1}, {9, 0, 1}, {10, 0, 1}, {11, 0, 1}, {11, 40, 0}, {11, 7, 3}};
+  // Variants 9 / 10 also on grids of 7 / 5 blocks: many parts per block, so the Q buffer, the
+  // part slots and the K/V stages go through many phases.
+  const int runs[][3] = {{0, 0, 1},  {1, 0, 1},  {2, 0, 1},  {3, 0, 1},  {4, 0, 1},   {5, 0, 1},
+                         {6, 0, 1},  {7, 0, 1},  {8, 0, 1},  {9, 0, 1},  {9, 7, 1},   {10, 0, 1},
+                         {10, 5, 1}, {11, 0, 1}, {11, 40, 0}, {11, 7, 3}};
   // G4C_TEST_PREFILL_VARIANTS="9,10,11": only these (compute-sanitizer runs of new variants).
   const char* only = std::getenv("G4C_TEST_PREFILL_VARIANTS");
   for (const auto& run : runs) {
@@ -499,7 +502,7 @@ TEST(GpuAttention, PrefillHopperKernel) {
         cuda::attention_set_prefill_sk(0, 1);
       }
     } use(variant, run[1], run[2]);
-    std::fprintf(stderr, "[attn] sm90 variant %d (stream-K blocks %d, F %d)\n", variant, run[1], run[2]);
+    std::fprintf(stderr, "[attn] sm90 variant %d (persistent grid cap %d, F %d)\n", variant, run[1], run[2]);
     run_attn({256, 16, 8, 40, false, 0, {{0, 100}, {130, 17}, {7, 1}}, 1});
     run_attn({256, 16, 8, 64, true, 16, {{0, 150}, {200, 33}, {5, 1}}, 1});
     run_attn({256, 16, 8, 1024, true, 16, {{0, 700}, {1500, 130}}, 1});
