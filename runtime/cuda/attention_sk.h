@@ -32,12 +32,12 @@ struct Part {
 
 // First unit of block b's range.
 G4C_SK_HD long lo_of(long W, int P, int b) { return long(b) * W / P; }
-// Block b's range is empty (W < P).
+// Block b's range is empty (W < P). (The kernel does not evaluate it: such a block flags 2.)
 G4C_SK_HD bool empty(long W, int P, int b) { return lo_of(W, P, b) == lo_of(W, P, b + 1); }
 
 // Mode 2 of block c, item ending at unit `end`: the item's other pieces are in the blocks
-// (c, merge_hi) with non-empty ranges (the only 64-bit divisions of the schedule after its start
-// are here and in empty(), off the kernel's load loop).
+// (c, merge_hi) with non-empty ranges. (The kernel evaluates it once, in its setup, for the item
+// holding the block's last unit: its 64-bit divisions stay off the producer and consumers.)
 G4C_SK_HD int merge_hi(long W, int P, int c, long end) {
   int b = c + 1;
   while (b < P && lo_of(W, P, b) < end) ++b;

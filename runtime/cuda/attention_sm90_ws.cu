@@ -63,20 +63,7 @@ constexpr int kSkMaxBlocks = 1024;
 constexpr size_t kSkFlagBytes = kSkMaxBlocks * 4;
 constexpr size_t kSkSlotF4 = size_t(kWD / 8 + 1) * 256;
 
-// 16-byte cp.async, zero fill when bytes = 0.
-__device__ __forceinline__ void cp_async16_sz(uint32_t saddr, const void* gmem, uint32_t bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(saddr), "l"(gmem), "r"(bytes));
-}
-// Whether the phase of parity `parity` of b has completed (no wait).
-__device__ __forceinline__ bool mbar_test(uint64_t* b, uint32_t parity) {
-  uint32_t done;
-  asm volatile(
-      "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(smem_u32(b)), "r"(parity)
-      : "memory");
-  return done != 0;
-}
+
 __device__ __forceinline__ void wg_bar(int id) { asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory"); }
 __device__ __forceinline__ void consumers_bar() { asm volatile("bar.sync 3, 256;\n" ::: "memory"); }
 __device__ __forceinline__ void st_release_u32(unsigned* p, unsigned v) {
@@ -98,15 +85,9 @@ __device__ __forceinline__ uint64_t global_ns() {
 // prefill takes milliseconds, ~100× that under compute-sanitizer), so it traps — the launch fails
 // with an error the caller sees — instead of hanging the process.
 __device__ __forceinline__ void ws_wait(uint64_t* b, uint32_t parity) {
-  uint32_t done = 0;
   uint64_t t0 = 0;
   for (uint32_t spins = 0;; ++spins) {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(smem_u32(b)), "r"(parity)
-        : "memory");
-    if (done) return;
+    if (mbar_try_wait(b, parity)) return;
     if (spins == 0) t0 = global_ns();
     else if ((spins & 1023) == 0 && global_ns() - t0 > 10000000000ull) __trap();
   }
@@ -234,10 +215,11 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
     // arrivals). One group stays in flight while the next is issued; before the warp blocks on an
     // `empty` barrier it publishes everything it has issued, so no consumer waits on a load that
     // the blocked producer holds back.
-    uint32_t pend = 0;  // the `full` barrier (shared address) of the group in flight, 0: none
+    // (32-bit shared address, not a pointer: a 64-bit one made ptxas spill in variant 11.)
+    uint32_t pend = 0;  // the `full` barrier of the group in flight, 0: none
     auto publish = [&](uint32_t bar) {
       fence_proxy_async();
-      asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+      mbar_arrive(bar);
     };
     auto issued = [&](uint64_t* full) {
       cp_async_commit();
@@ -293,7 +275,7 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
           const int tq = rows.tok(rho);
           const bool ok = tq < blk.ntq;
           const bf16* src = ok ? q + (long(tq) * a.hq + rows.head(rho)) * kWD : a.q;
-          cp_async16_sz(qaddr + cb128 + rho * 128 + ((uint32_t((lane & 7) ^ (rho & 7))) << 4), src, ok ? 16u : 0u);
+          cp_async16_s(qaddr + cb128 + rho * 128 + ((uint32_t((lane & 7) ^ (rho & 7))) << 4), src, ok ? 16u : 0u);
         }
         issued(&qfull);
       }

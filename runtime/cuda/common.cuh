@@ -26,6 +26,10 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src
 __device__ __forceinline__ void cp_async16_s(uint32_t saddr, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(saddr), "l"(gmem));
 }
+// The same with a source size (< 16 zero-fills the rest; 0: all zero).
+__device__ __forceinline__ void cp_async16_s(uint32_t saddr, const void* gmem, uint32_t src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(saddr), "l"(gmem), "r"(src_bytes));
+}
 // Programmatic dependent launch (PDL): a kernel launched with
 // cudaLaunchAttributeProgrammaticStreamSerialization may start before the kernel ahead of it in
 // the stream has finished. pdl_wait() returns once that kernel has completed and its writes are
