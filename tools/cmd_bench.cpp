@@ -215,7 +215,8 @@ json bench(const BenchArgs& a) {
                               {"deterministic", a.dev.deterministic},
                               {"whole_tiles", a.dev.whole_tiles},
                               {"device_argmax", a.dev.device_argmax},
-                              {"prefill_attention", a.dev.prefill_attention}};
+                              {"prefill_attention", a.dev.prefill_attention},
+                              {"decode_ims", a.dev.decode_ims}};
   rep["load_s"] = load_s;
   rep["requests"] = full[0].summary["requests"];
   std::vector<double> el, pel, ttft, tpot;

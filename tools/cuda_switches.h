@@ -26,6 +26,9 @@ inline void add_cuda_switches(CLI::App* cmd, runtime::DeviceFlags& dev) {
                   "cuda: prefill attention kernel, -1 the default rule, 0 the flash kernel, 1-11 a Hopper variant "
                   "(9-11 warp-specialized; 11 stream-K; BENCHMARKS.md, Attention)")
       ->check(CLI::Range(-1, 11));
+  cmd->add_flag("--decode-ims", dev.decode_ims,
+                "cuda: decode GEMMs shift the INT4 nibbles with integer multiplies (FMA pipe) instead of shifts "
+                "(ALU pipe): lean variants 18/19 for 14/17 (off by default; BENCHMARKS.md, W4A16 decode GEMM)");
 }
 
 }  // namespace g4c::cli

@@ -531,6 +531,7 @@ int wgmma_tile(int m, int n, int k) {
 void gemm_set_decode_variant(int v) { g_decode_variant = v; }
 namespace {
 bool g_decode_pdl = false;
+bool g_decode_ims = false;
 bool g_decode_det = false;
 int g_decode_whole_tiles = -1;
 DecodeTuning decode_tuning(int variant) {
@@ -543,6 +544,7 @@ DecodeTuning decode_tuning(int variant) {
 }
 }  // namespace
 void gemm_set_decode_pdl(bool on) { g_decode_pdl = on; }
+void gemm_set_decode_ims(bool on) { g_decode_ims = on; }
 void gemm_set_decode_deterministic(bool on) { g_decode_det = on; }
 void gemm_set_decode_whole_tiles(int mode) { g_decode_whole_tiles = mode; }
 
@@ -561,7 +563,8 @@ cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilo
   if (m <= 0) return cudaSuccess;
   if (m <= 16) {
     if (g_decode_variant == 0) {  // streaming kernels (gemm_decode.cu) where measured faster
-      const int v = w4a16_decode_choice(m, w, stream_sms(stream));
+      int v = w4a16_decode_choice(m, w, stream_sms(stream));
+      if (g_decode_ims && (v == 14 || v == 17)) v += 4;  // the same plan, shifts on the FMA pipe
       if (v >= 0) return w4a16_decode(x, m, ldx, w, ep, out, workspace, workspace_bytes, decode_tuning(v), stream);
     }
     const DecodePlan p = decode_plan(m, w);

@@ -326,10 +326,13 @@ const Variant& variant(int v) {
       lean_variant(1, 8, 1, 16, 96, "LEAN: 8 warps, 1 blk/SM, 16 chunks in flight, x<=96K"),
       lean_variant(2, 8, 2, 8, 48, "LEAN: 8 warps, 2 blk/SM, 8 chunks in flight, x<=48K"),
       lean_variant(3, 12, 1, 8, 96, "LEAN: 12 warps, 1 blk/SM, 8 chunks in flight, x<=96K"),
+      // 14 and 17 with the nibble shifts as IMAD.HI (FMA pipe) instead of SHF (ALU pipe).
+      lean_variant(4, 16, 1, 8, 96, "LEAN-IMS: 16 warps, 1 blk/SM, 8 chunks in flight, shifts on FMA pipe, x<=96K"),
+      lean_variant(5, 12, 1, 8, 96, "LEAN-IMS: 12 warps, 1 blk/SM, 8 chunks in flight, shifts on FMA pipe, x<=96K"),
   };
   return kV[v];
 }
-constexpr int kNumVariants = 18;
+constexpr int kNumVariants = 20;
 
 struct Plan {
   DecArgs a;
@@ -427,8 +430,9 @@ size_t w4a16_decode_workspace_bytes(const Int4Weight& w, const DecodeTuning& tun
   const int sms = tuning.sms > 0 ? tuning.sms : gemm_stream_sms(nullptr);
   size_t need = 0;
   for (int v = 0; v < kNumVariants; ++v) {
-    // Default: the variants w4a16_decode_choice picks (the legacy kernel sizes its own part).
-    if (tuning.variant >= 0 ? v != tuning.variant : v != 11 && v != 14 && v != 17) continue;
+    // Default: the variants w4a16_decode_choice picks, and 18 / 19, which gemm_set_decode_ims
+    // puts in place of 14 / 17 (the legacy kernel sizes its own part).
+    if (tuning.variant >= 0 ? v != tuning.variant : v != 11 && v != 14 && v != 17 && v != 18 && v != 19) continue;
     for (int m = 1; m <= 16; ++m)
       need = std::max(need, workspace_need(w, make_plan(m, w, variant(v).info, sms, tuning)));
   }

@@ -15,7 +15,7 @@
 // opt-in deterministic mode, DecodeTuning::deterministic, adds them in a fixed order).
 // Measured (BENCHMARKS.md "W4A16 decode GEMM"): 1.3–3.9× the legacy kernel on 16 SMs, up to
 // 2.8× on 132 SMs for m ≥ 4, but still 10–40% of copy bandwidth: per-warp latency bound.
-// Variants 10–13 (gemm_decode_ldg.cu) and 14–17 (gemm_decode_lean.cu, the default) keep the
+// Variants 10–13 (gemm_decode_ldg.cu) and 14–19 (gemm_decode_lean.cu; 14 and 17 the default) keep the
 // weights in registers instead of shared memory; the lean ones reach 71–85% of copy bandwidth on
 // the 12B gate+up shape (same section).
 #pragma once
@@ -43,12 +43,12 @@ struct DecodeTuning {
   int variant = -1;  // -1: the default variant
   int sms = 0;       // > 0: size the grid for this many SMs (tests); 0: gemm_stream_sms(stream)
   int xcap = 0;      // > 0: activation slice budget in bytes (tests: forces k splits)
-  // Programmatic dependent launch (register-direct and lean variants, 10–17; others ignore it): the
+  // Programmatic dependent launch (register-direct and lean variants, 10–19; others ignore it): the
   // kernel may start while the previous kernel in the stream is still running; it requests its
   // first weights, then waits (griddepcontrol.wait) for that kernel to finish before it reads x,
   // Σx or the workspace or writes y. Only for weights nothing in flight writes (not streamed).
   bool pdl = false;
-  // Lean family (14–17; others ignore it): sum the parts of a tile in a fixed order, so the output
+  // Lean family (14–19; others ignore it): sum the parts of a tile in a fixed order, so the output
   // is bitwise the same in every run with the same inputs, plan and SM count (block ranges hold
   // whole tiles; speed vs arrival order in BENCHMARKS.md). Needs the larger workspace
   // w4a16_decode_workspace_bytes gives for it.

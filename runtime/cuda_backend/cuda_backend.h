@@ -58,6 +58,9 @@ struct CudaOptions {
   // attention workspace also holds the stream-K slots (attention_prefill_workspace_bytes).
   // Process-wide like `deterministic`; for A/Bs of kernels end to end.
   int prefill_attention = -1;
+  // Decode GEMMs with the nibble shifts on the FMA pipe (cuda::gemm_set_decode_ims: lean variants
+  // 18 / 19 in place of 14 / 17). Process-wide like `deterministic`; for A/Bs end to end.
+  bool decode_ims = false;
   // Activation values in one arena placed by lifetime: -1 when that is >= 4x smaller than one
   // buffer per value (compiled plans), 0 never, 1 always (tests compare the two bitwise).
   int share_values = -1;

@@ -111,6 +111,10 @@ int main(int argc, char** argv) {
   // G4C_BENCH_DET=1: deterministic mode (DecodeTuning::deterministic; dflt column too).
   const bool det = std::getenv("G4C_BENCH_DET") && std::string(std::getenv("G4C_BENCH_DET")) == "1";
   gemm_set_decode_deterministic(det);
+  // G4C_BENCH_IMS=1: the dflt column with the nibble shifts on the FMA pipe (gemm_set_decode_ims:
+  // v18 / v19 in place of v14 / v17; those two are timed as columns either way).
+  const bool ims = std::getenv("G4C_BENCH_IMS") && std::string(std::getenv("G4C_BENCH_IMS")) == "1";
+  gemm_set_decode_ims(ims);
   // G4C_BENCH_WHOLE_TILES=-1|0|1: DecodeTuning::whole_tiles (default -1, the rule; 0: stream-K
   // ranges in arrival order, the kernels before the rule; dflt column too).
   const int whole = std::getenv("G4C_BENCH_WHOLE_TILES") ? std::atoi(std::getenv("G4C_BENCH_WHOLE_TILES")) : -1;
@@ -130,9 +134,9 @@ int main(int argc, char** argv) {
     CK(cudaFree(b));
   }
   const int nv = w4a16_decode_num_variants();
-  std::printf("== W4A16 decode GEMM, INT4 sym g128, %d SMs%s%s%s, whole tiles %d; copy ceiling %.0f GB/s (read+write, 1 GiB)\n",
+  std::printf("== W4A16 decode GEMM, INT4 sym g128, %d SMs%s%s%s%s, whole tiles %d; copy ceiling %.0f GB/s (read+write, 1 GiB)\n",
               sms, green ? " (green context)" : "", pdl ? ", variants by programmatic dependent launch" : "",
-              det ? ", deterministic mode" : "", whole, copy_gbs);
+              det ? ", deterministic mode" : "", ims ? ", dflt with FMA-pipe shifts" : "", whole, copy_gbs);
   for (int v = 0; v < nv; ++v) std::printf("   v%d: %s\n", v, w4a16_decode_variant_info(v).name);
   std::printf("   legacy: split-K ticket kernel of gemm.cu; dflt: w4a16_gemm's dispatch; GB/s and %%copy of the best\n");
   std::printf("%-22s %3s %8s %8s", "shape", "M", "legacy", "dflt");

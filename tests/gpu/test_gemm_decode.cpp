@@ -390,6 +390,56 @@ TEST(GpuW4Decode, LeanDeterministicModeIsBitwiseReproducible) {
   }
 }
 
+// Variants 18 / 19 are 14 / 17 with the nibble shifts done by IMAD.HI instead of SHF
+// (gemm_decode_lean.cu, nib_shift): the same bits reach the same mma in the same order, so in
+// the fixed-order mode the outputs must be bitwise equal — on whole and small grids, with k
+// split, sym and asym, both token tiles. And w4a16_gemm with gemm_set_decode_ims(true) (the
+// runtime's --decode-ims) must give bitwise its output without.
+TEST(GpuW4Decode, ImsVariantsAreBitwiseTheirBase) {
+  G4C_REQUIRE_GPU();
+  const Case cases[] = {{1, 200, 328, 64, false, false, Epilogue::Store},
+                        {8, 130, 15360, 128, true, false, Epilogue::Store},
+                        {12, 72, 6000, 64, true, true, Epilogue::GeluMul},
+                        {16, 96, 3840, 128, false, true, Epilogue::ResidualAdd}};
+  const cuda::DecodeTuning tunings[] = {tuning(0, 0, true), tuning(3, 0, true), tuning(2, 4096, true)};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(case_name(c));
+    std::mt19937_64 rng(case_seed(c));
+    Prepared p(c, rng);
+    const size_t wsb = std::max(workspace_all(p.w, tunings), cuda::w4a16_workspace_bytes(16, p.w));
+    DevBuf<uint8_t> wsbuf(wsb);
+    G4C_CUDA_OK(cudaMemset(wsbuf.p, 0, wsb));
+    auto run = [&](const cuda::DecodeTuning* tu) {
+      poison(p.y.p, p.y.bytes());
+      const cudaError_t e = tu ? cuda::w4a16_decode(p.dx.p, c.m, c.k, p.w, c.ep, p.o, wsbuf.p, wsb, *tu, nullptr)
+                               : cuda::w4a16_gemm(p.dx.p, c.m, c.k, p.w, c.ep, p.o, wsbuf.p, wsb, nullptr);
+      EXPECT_EQ(e, cudaSuccess) << cudaGetErrorString(e);
+      EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      size_t bad = 0;
+      EXPECT_LT(p.error(&bad), p.bound());
+      EXPECT_EQ(bad, 0u);
+      return p.y.get();
+    };
+    for (const int base : {14, 17})
+      for (cuda::DecodeTuning tu : tunings) {
+        tu.variant = base;
+        const std::vector<bf16> a = run(&tu);
+        tu.variant = base + 4;
+        const std::vector<bf16> b = run(&tu);
+        EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(bf16)), 0)
+            << "variant " << base + 4 << " differs from " << base << ": sms " << tu.sms << " xcap " << tu.xcap;
+      }
+    cuda::gemm_set_decode_deterministic(true);
+    const std::vector<bf16> a = run(nullptr);
+    cuda::gemm_set_decode_ims(true);
+    const std::vector<bf16> b = run(nullptr);
+    cuda::gemm_set_decode_ims(false);
+    cuda::gemm_set_decode_deterministic(false);
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(bf16)), 0) << "w4a16_gemm with ims";
+    EXPECT_TRUE(all_zero(wsbuf)) << "workspace not left zero";
+  }
+}
+
 TEST(GpuW4Decode, RejectsBadArguments) {
   G4C_REQUIRE_GPU();
   cuda::Int4Weight w;

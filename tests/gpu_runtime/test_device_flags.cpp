@@ -19,6 +19,9 @@ TEST(DeviceFlags, CpuIsTheDefaultAndTakesNoCudaOptions) {
   f.trace.clear();
   f.prefill_attention = 11;  // a CUDA kernel choice
   EXPECT_THROW(runtime::backend_for_flags(f, "unused"), Error);
+  f.prefill_attention = -1;
+  f.decode_ims = true;  // likewise
+  EXPECT_THROW(runtime::backend_for_flags(f, "unused"), Error);
 }
 
 TEST(DeviceFlags, UnknownDeviceIsAnError) {
