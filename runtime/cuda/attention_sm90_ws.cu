@@ -93,6 +93,14 @@ __device__ __forceinline__ void ws_wait(uint64_t* b, uint32_t parity) {
   }
 }
 
+// p + 16·i as one IMAD.WIDE.U32 (written `p + i`, the compiler formed lane + i in 64 bits and
+// scaled it onto a uniform base: 4 instructions per row of the producer's loads).
+__device__ __forceinline__ const void* at16(const void* p, uint32_t i) {
+  const void* r;
+  asm("mad.wide.u32 %0, %1, 16, %2;\n" : "=l"(r) : "r"(i), "l"(p));
+  return r;
+}
+
 // A part as the producer publishes it (x < 0: no parts left).
 struct WsPart {
   int x, t0, t1, mode;
@@ -288,11 +296,19 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
         o0 = uint32_t(kv_slot(a.kv, blk.r, min(j, blk.kend - 1))) * kv16;
         o1 = uint32_t(kv_slot(a.kv, blk.r, min(j + 32, blk.kend - 1))) * kv16;
       };
+      // Fully unrolled, so each row's source lane, half (o0 / o1) and swizzle phase are constants:
+      // per row one SHFL, one 64-bit address and the cp.async (its row offset an immediate). (With
+      // `unroll 16` the SASS had ~12 instructions per row — a select, a compare, a mask and a
+      // 4-instruction address — 1.5 k per K + V tile on the scheduler the producer shares with two
+      // consumer warps.)
       auto load = [&](uint32_t dst, const uint4* src, uint32_t o0, uint32_t o1, uint64_t* full) {
-#pragma unroll 16
+        uint32_t d8[8];  // row kr's chunk: d8[kr & 7] + kr · 128
+#pragma unroll
+        for (int c = 0; c < 8; ++c) d8[c] = dst + cb64 + (uint32_t((lane & 7) ^ c) << 4);
+#pragma unroll
         for (int kr = 0; kr < kWBK; ++kr) {
           const uint32_t o = __shfl_sync(0xffffffffu, kr < 32 ? o0 : o1, kr & 31);
-          cp_async16_s(dst + cb64 + kr * 128 + (uint32_t((lane & 7) ^ (kr & 7)) << 4), src + o);
+          cp_async16_s(d8[kr & 7] + kr * 128, at16(src, o));
         }
         issued(full);
       };
