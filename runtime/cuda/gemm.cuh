@@ -137,7 +137,7 @@ int gemm_stream_sms(cudaStream_t stream);
 void gemm_set_decode_variant(int v);
 // w4a16_gemm's decode kernels with the nibble shifts as IMAD.HI on the FMA pipe (lean variants 18
 // and 19 in place of the rule's 14 and 17, gemm_decode_lean.cu) — for end-to-end A/Bs;
-// process-wide, not thread-safe. Off by default: not yet measured faster (2026-12-05).
+// process-wide, not thread-safe. Off by default: not yet measured faster (2026-12-04).
 void gemm_set_decode_ims(bool on);
 // w4a16_gemm's decode launches by programmatic dependent launch (DecodeTuning::pdl in
 // gemm_decode.cuh: the register-direct kernels read weights, then wait for the previous kernel)

@@ -72,7 +72,7 @@ __device__ __forceinline__ uint32_t nib_bf16(uint32_t a, uint32_t bias) {
 // word >> 4q. IMS = false: a shift (SHF, ALU pipe). IMS = true: the high word of word · 2^(32−4q),
 // an IMAD.HI on the FMA pipe — the same bits. Why: in the 16-SM context the kernel is ALU-bound at
 // m ≤ 8 (BENCHMARKS.md, ncu of v14: ALU pipe 64%, FMA pipe mostly idle), and of a chunk's ~34 ALU
-// instructions 16 are the LOP3s and 12 these shifts (SASS of v14's main loop, 2026-12-05). ptxas
+// instructions 16 are the LOP3s and 12 these shifts (SASS of v14's main loop, 2026-12-04). ptxas
 // keeps mul.hi by a power of two as IMAD.HI (checked in the SASS of v18/v19).
 template <bool IMS>
 __device__ __forceinline__ uint32_t nib_shift(uint32_t word, int q) {

@@ -3,7 +3,7 @@
 # cuobjdump/nvdisasm, so this takes nvdisasm from Debian 12's nvidia-cuda-toolkit (CUDA 11.8,
 # non-free; extracted under ~/.cache/g4c-nvdisasm, nothing installed) and rewrites the cubin's ELF
 # header to the ABI 11.8 reads (OSABI 0x33, ABI version 7, e_flags sm_90 = 0x5a055a; CUDA 13
-# writes 0x41 / 8 / 0x06005a04). The instruction encodings are the same ISA; checked 2026-12-05 on
+# writes 0x41 / 8 / 0x06005a04). The instruction encodings are the same ISA; checked 2026-12-04 on
 # the lean decode GEMM (SHF vs IMAD.HI, HMMA) and the warp-specialized attention (HGMMA,
 # USETMAXREG, SYNCS, LDGSTS) — opcodes newer than 11.8 would print as unknown.
 #
