@@ -234,7 +234,7 @@ cudaError_t launch_attn_sm90(const detail::AttnArgs& a, int d, int variant, int 
                              cudaStream_t stream, void* ws = nullptr, size_t ws_bytes = 0);
 // Its warp-specialized persistent form (attention_sm90_ws.cu, variants 9 … 11): d = 256, one KV
 // split, one column part, 16-byte-aligned output. 11 (stream-K) needs ws_bytes ≥
-// attention_prefill_workspace_bytes(the stream's SMs), else it runs as 9.
+// attention_prefill_workspace_bytes(the stream's SMs), else it runs as 10 (the same parts, whole).
 cudaError_t launch_attn_sm90_ws(const detail::AttnArgs& a, int max_q_len, int num_requests, int variant, void* ws,
                                 size_t ws_bytes, cudaStream_t stream);
 
