@@ -298,9 +298,9 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
       };
       // Fully unrolled, so each row's source lane, half (o0 / o1) and swizzle phase are constants:
       // per row one SHFL, one 64-bit address and the cp.async (its row offset an immediate). (With
-      // `unroll 16` the SASS had ~12 instructions per row — a select, a compare, a mask and a
-      // 4-instruction address — 1.5 k per K + V tile on the scheduler the producer shares with two
-      // consumer warps.)
+      // `unroll 16` the SASS had ~10 instructions per row — a select, a compare, a mask and a
+      // 4-instruction address — 1.25 k per K + V tile on the scheduler the producer shares with
+      // two consumer warps.)
       auto load = [&](uint32_t dst, const uint4* src, uint32_t o0, uint32_t o1, uint64_t* full) {
         uint32_t d8[8];  // row kr's chunk: d8[kr & 7] + kr · 128
 #pragma unroll
