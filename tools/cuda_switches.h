@@ -23,9 +23,10 @@ inline void add_cuda_switches(CLI::App* cmd, runtime::DeviceFlags& dev) {
   cmd->add_flag("--device-argmax,!--no-device-argmax", dev.device_argmax,
                 "cuda: greedy tokens from an argmax on the device, so only token ids are copied back (on by default)");
   cmd->add_option("--prefill-attention", dev.prefill_attention,
-                  "cuda: prefill attention kernel, -1 the default rule, 0 the flash kernel, 1-11 a Hopper variant "
-                  "(9-11 warp-specialized; 11 stream-K; BENCHMARKS.md, Attention)")
-      ->check(CLI::Range(-1, 11));
+                  "cuda: prefill attention kernel, -1 the default rule, 0 the flash kernel, 1-13 a Hopper variant "
+                  "(9-13 warp-specialized; 11, 13 stream-K; 12, 13 = 9, 11 with a producer that never waits "
+                  "for its copies; BENCHMARKS.md, Attention)")
+      ->check(CLI::Range(-1, 13));
   cmd->add_flag("--decode-ims", dev.decode_ims,
                 "cuda: decode GEMMs shift the INT4 nibbles with integer multiplies (FMA pipe) instead of shifts "
                 "(ALU pipe): lean variants 18/19 for 14/17 (off by default; BENCHMARKS.md, W4A16 decode GEMM)");

@@ -77,16 +77,16 @@ int attention_combine_cluster_size(const AttnBatch& b, int hq, int hkv, int d, i
 int attention_cluster_capacity(int d, int splits, cudaStream_t stream);
 // Prefill kernel (queries · G > 16 per request, stored K, d 256 / 512): −1 = the default (the
 // Hopper wgmma kernel of attention_sm90.cu, its fastest variant), 0 = the flash kernel
-// (mma.sync; also d 64 / 128 and K from V), 1 … 11 = a given sm90 variant (attention_sm90.cu;
-// 9 … 11: attention_sm90_ws.cu; 11 needs attention_prefill_workspace_bytes of workspace).
+// (mma.sync; also d 64 / 128 and K from V), 1 … 13 = a given sm90 variant (attention_sm90.cu;
+// 9 … 13: attention_sm90_ws.cu; 11 and 13 need attention_prefill_workspace_bytes of workspace).
 // Process-wide; for tests and benchmarks.
 void attention_set_prefill_kernel(int k);
-// The persistent prefill variants (9 … 11): `blocks` > 0 caps their grid (tests: many parts per
-// block; for 11 also pieces of one query block over many blocks), 0 = up to one block per SM of
+// The persistent prefill variants (9 … 13): `blocks` > 0 caps their grid (tests: many parts per
+// block; for 11 / 13 also pieces of one query block over many blocks), 0 = up to one block per SM of
 // the stream; `fixed` = F, the units of fixed cost each query block weighs on top of its key
-// tiles in 11's even split (default 1). Process-wide.
+// tiles in 11's / 13's even split (default 1). Process-wide.
 void attention_set_prefill_sk(int blocks, int fixed);
-// Workspace with which prefill variant 11 runs on `sms` SMs (0: the device's): a 4 KB flag header
+// Workspace with which prefill variants 11 / 13 run on `sms` SMs (0: the device's): a 4 KB flag header
 // and ≈ 132 KB per block (17.8 MB on 132 SMs). Independent of the batch.
 size_t attention_prefill_workspace_bytes(int sms = 0);
 

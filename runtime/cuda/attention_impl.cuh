@@ -232,7 +232,7 @@ int attn_decode_coop_blocks_per_sm(int d);
 // attention_sm90.cu. cudaErrorInvalidValue for another d or variant.
 cudaError_t launch_attn_sm90(const detail::AttnArgs& a, int d, int variant, int max_q_len, int num_requests,
                              cudaStream_t stream, void* ws = nullptr, size_t ws_bytes = 0);
-// Its warp-specialized persistent form (attention_sm90_ws.cu, variants 9 … 11): d = 256, one KV
+// Its warp-specialized persistent form (attention_sm90_ws.cu, variants 9 … 13): d = 256, one KV
 // split, one column part, 16-byte-aligned output. 11 (stream-K) needs ws_bytes ≥
 // attention_prefill_workspace_bytes(the stream's SMs), else it runs as 10 (the same parts, whole).
 cudaError_t launch_attn_sm90_ws(const detail::AttnArgs& a, int max_q_len, int num_requests, int variant, void* ws,

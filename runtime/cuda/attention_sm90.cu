@@ -1,5 +1,5 @@
 // Hopper (sm_90a) prefill attention on wgmma (API: attention.cuh; dispatch in attention.cu). The
-// per-tile math lives in attention_sm90_tile.cuh (shared with attention_sm90_ws.cu, variants 9–11).
+// per-tile math lives in attention_sm90_tile.cuh (shared with attention_sm90_ws.cu, variants 9–13).
 //
 // Block = NWG warpgroups (128 threads each) × 64 query rows each, sharing the block's K/V tiles
 // (NWG = 2 halves the loads per row); a row is one (token, q head) pair and
@@ -359,7 +359,8 @@ cudaError_t launch_attn_sm90(const AttnArgs& a, int d, int variant, int max_q_le
   // with the blocks in launch order by query block (not HEAVY first; for comparison); 8 = 5 with
   // split key ranges (CL; d = 256 and one KV split only, else 5); 9 / 10: 5's tile loop
   // warp-specialized and persistent, 11: the same sharing the key tiles evenly (stream-K, with
-  // the workspace ws; attention_sm90_ws.cu; d = 256, one KV split, else 5). Shared
+  // the workspace ws; attention_sm90_ws.cu; d = 256, one KV split, else 5); 12 / 13 = 9 / 11 with
+  // a producer that never waits for its copies (cp.async.mbarrier.arrive.noinc). Shared
   // memory: 1 ≈ 97 KB, 2 ≈ 161 KB, 3 ≈ 129 KB, 4 ≈ 193 KB at d = 256; d = 512: 1 ≈ 161 KB, 3 ≈ 225 KB.
   if (d == 256) switch (variant) {
       case 1: return launch<256, 32, 1>(a, max_q_len, num_requests, stream);
@@ -372,7 +373,7 @@ cudaError_t launch_attn_sm90(const AttnArgs& a, int d, int variant, int max_q_le
       case 8:
         return a.splits == 1 ? launch<256, 64, 2, true, true, true>(a, max_q_len, num_requests, stream)
                              : launch<256, 64, 2, true>(a, max_q_len, num_requests, stream);
-      case 9: case 10: case 11:  // warp-specialized, persistent (attention_sm90_ws.cu); else 5
+      case 9: case 10: case 11: case 12: case 13:  // warp-specialized, persistent (attention_sm90_ws.cu); else 5
         return a.splits == 1 && a.dv_parts == 1 && (reinterpret_cast<uintptr_t>(a.out) & 15) == 0
                    ? launch_attn_sm90_ws(a, max_q_len, num_requests, variant, ws, ws_bytes, stream)
                    : launch<256, 64, 2, true>(a, max_q_len, num_requests, stream);
@@ -382,7 +383,8 @@ cudaError_t launch_attn_sm90(const AttnArgs& a, int d, int variant, int max_q_le
       case 3: case 4: return launch<512, 32, 2>(a, max_q_len, num_requests, stream);
       case 5: case 6: return launch<512, 32, 2, true>(a, max_q_len, num_requests, stream);
       case 7: return launch<512, 32, 2, true, false>(a, max_q_len, num_requests, stream);
-      case 8: case 9: case 10: case 11: return launch<512, 32, 2, true>(a, max_q_len, num_requests, stream);  // no CL / WS: O does not fit
+      case 8: case 9: case 10: case 11: case 12: case 13:  // no CL / WS: O does not fit
+        return launch<512, 32, 2, true>(a, max_q_len, num_requests, stream);
     }
   return cudaErrorInvalidValue;
 }

@@ -1,5 +1,5 @@
-// Warp-specialized, persistent Hopper (sm_90a) prefill attention (variants 9 … 11 of
-// launch_attn_sm90; 2026-12-04, ninth session): the variant-5 tile loop (attention_sm90.cu: S =
+// Warp-specialized, persistent Hopper (sm_90a) prefill attention (variants 9 … 13 of
+// launch_attn_sm90; 2026-12-04, ninth session; 12 / 13 2026-12-05): the variant-5 tile loop (attention_sm90.cu: S =
 // Q·Kᵀ and O += P·V on wgmma, softmax overlapping the previous tile's P·V, lazy rescale) fed by
 // a producer warp, one block per SM walking a list of parts.
 //
@@ -19,6 +19,10 @@
 //     (paged / ring) computed by lane (key mod 32) and shuffled. A group is published on the
 //     buffer's `full` mbarrier once it has landed, each lane fencing its cp.async writes (generic
 //     proxy) for the wgmmas (async proxy) first, as the warp-specialized GEMM's producer does.
+//     Variants 12 / 13 (= 9 / 11 otherwise): each lane ends a group with
+//     cp.async.mbarrier.arrive.noinc instead, so the barrier counts the lane's arrival when its
+//     copies land and the producer waits only for `empty` barriers; the consumers fence after
+//     their `full` waits.
 //   warpgroups 1, 2 (consumers): 64 query rows each, the variant-5 loop; each waits `full` and
 //     arrives on `empty` once its wgmmas reading the buffer have completed.
 //     Output: normalized, staged per warpgroup in 16 KB of shared memory (half the columns at a
@@ -127,7 +131,11 @@ __device__ __forceinline__ int ws_tiles(const AttnBlock& b) { return b.qt0 < b.q
 // thread (ptxas, __launch_bounds__(384, 1): 64512 in all); setmaxnreg.inc takes registers only
 // from those the producer warpgroup's setmaxnreg.dec released to the block's pool, so
 // PR·128 + CR·256 ≤ 168·384 — beyond it the consumers would wait for registers forever.
-template <int PR, int CR, bool SK>
+// NI (variants 12, 13): the producer never waits for its copies — each lane's
+// cp.async.mbarrier.arrive.noinc makes the buffer's `full` barrier count that lane's arrival when
+// its copies have landed — and each consumer thread fences (generic → async proxy) after its
+// `full` wait, before the wgmmas read the buffer.
+template <int PR, int CR, bool SK, bool NI>
 __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnArgs a, const WsArgs w) {
   static_assert(PR * 128 + CR * 256 <= 168 * kWThreads && PR % 8 == 0 && CR % 8 == 0 && PR >= 24 && CR <= 256,
                 "register split");
@@ -230,6 +238,10 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
       mbar_arrive(bar);
     };
     auto issued = [&](uint64_t* full) {
+      if constexpr (NI) {
+        cp_async_arrive_noinc(smem_u32(full));
+        return;
+      }
       cp_async_commit();
       if (pend) {
         cp_async_wait<1>();
@@ -245,7 +257,9 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
       }
     };
     auto acquire = [&](uint64_t* empty, uint32_t parity) {
-      if (!mbar_test(empty, parity)) {
+      if constexpr (NI) {
+        ws_wait(empty, parity);
+      } else if (!mbar_test(empty, parity)) {
         flush();
         ws_wait(empty, parity);
       }
@@ -334,7 +348,10 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
       }
       kt += n;
     }
-    flush();  // the last group, unless the last acquire published it (nothing in flight at exit)
+    // The last group, unless the last acquire published it (nothing in flight at exit); NI: the
+    // copies still in flight land before the warp exits (their arrivals stay asynchronous).
+    if constexpr (NI) cp_async_wait<0>();
+    else flush();
     return;
   }
 
@@ -371,9 +388,15 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
       sm90_softmax<kWBK>(s, m0, m1, l0, l1, c0, c1, (t_lo + i) * kWBK, rmask);
     };
     auto rescale_pack = [&](float c0, float c1) { sm90_rescale_pack<kWD, kWBK>(o, s, pa, c0, c1); };
-    auto wait_full = [&](uint64_t* full, uint32_t u) { ws_wait(full, (u >> 1) & 1); };
+    // NI: the copies landed (the barrier's phase completed); the fence orders the wgmmas' reads
+    // (async proxy) after them (generic proxy), as the producer's own fence does otherwise.
+    auto wait_full = [&](uint64_t* full, uint32_t u) {
+      ws_wait(full, (u >> 1) & 1);
+      if constexpr (NI) fence_proxy_async();
+    };
 
     ws_wait(&qfull, pi & 1);
+    if constexpr (NI) fence_proxy_async();
     float c0, c1;
     if (n > 0) {
       const uint32_t u = kt;
@@ -494,9 +517,9 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
   }
 }
 
-template <int PR, int CR, bool SK>
+template <int PR, int CR, bool SK, bool NI>
 cudaError_t launch_ws(const AttnArgs& a, const WsArgs& w, int grid, cudaStream_t stream) {
-  auto kern = attn_sm90_ws_kernel<PR, CR, SK>;
+  auto kern = attn_sm90_ws_kernel<PR, CR, SK, NI>;
   static const cudaError_t attr =  // once per instantiation (one device assumed)
       cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, kWSmem);
   if (attr != cudaSuccess) return attr;
@@ -528,7 +551,8 @@ size_t attention_prefill_workspace_bytes(int sms) {
 
 // Register splits (ptxas 13.0, no spills in any of the three): variant 9 producer 48 / consumers
 // 224; 10 and 11 (stream-K parts; 10 without the workspace): 72 / 216, 11's own, so 10 against 11
-// isolates the schedule. (11 at 48 / 224 and 40 / 232 spilled 8 bytes in the consumers.)
+// isolates the schedule. (11 at 48 / 224 and 40 / 232 spilled 8 bytes in the consumers.) 12 / 13:
+// 9 / 11 with the producer that never waits for its copies (NI), same splits.
 cudaError_t launch_attn_sm90_ws(const AttnArgs& a, int max_q_len, int num_requests, int variant, void* ws,
                                 size_t ws_bytes, cudaStream_t stream) {
   const int tq = kWRows / a.g;
@@ -536,18 +560,24 @@ cudaError_t launch_attn_sm90_ws(const AttnArgs& a, int max_q_len, int num_reques
   const long items = long(w.nx) * w.ny;
   if (items == 0) return cudaSuccess;
   const int sms = gemm_stream_sms(stream);
-  if (variant == 11) {
+  if (variant == 11 || variant == 13) {
     const int p = std::min({kSkMaxBlocks, sms, g_sk_blocks > 0 ? g_sk_blocks : sms});
     if (ws && ws_bytes >= kSkFlagBytes + size_t(p) * kSkSlotF4 * sizeof(float4)) {
       w.flags = static_cast<unsigned*>(ws);
       w.slots = reinterpret_cast<float4*>(static_cast<unsigned char*>(ws) + kSkFlagBytes);
       const cudaError_t e = cudaMemsetAsync(w.flags, 0, size_t(p) * 4, stream);
       if (e != cudaSuccess) return e;
-      return launch_ws<72, 216, true>(a, w, p, stream);
+      return variant == 13 ? launch_ws<72, 216, true, true>(a, w, p, stream)
+                           : launch_ws<72, 216, true, false>(a, w, p, stream);
     }
   }
+  // (11 without its workspace runs as 10; 13 as 12.)
   const int grid = int(std::min<long>(items, g_sk_blocks > 0 ? std::min(g_sk_blocks, sms) : sms));
-  return variant >= 10 ? launch_ws<72, 216, false>(a, w, grid, stream) : launch_ws<48, 224, false>(a, w, grid, stream);
+  switch (variant) {
+    case 9: return launch_ws<48, 224, false, false>(a, w, grid, stream);
+    case 12: case 13: return launch_ws<48, 224, false, true>(a, w, grid, stream);
+    default: return launch_ws<72, 216, false, false>(a, w, grid, stream);
+  }
 }
 
 }  // namespace g4c::cuda

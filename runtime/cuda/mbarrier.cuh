@@ -16,6 +16,12 @@ __device__ __forceinline__ void mbar_arrive(uint32_t saddr) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(saddr) : "memory");
 }
 __device__ __forceinline__ void mbar_arrive(uint64_t* b) { mbar_arrive(smem_u32(b)); }
+// Arrives on barrier `saddr` once every cp.async this thread issued before it has landed; the
+// arrival is one of the count the barrier was initialized with (.noinc), so the thread itself
+// never waits for its copies.
+__device__ __forceinline__ void cp_async_arrive_noinc(uint32_t saddr) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(saddr) : "memory");
+}
 // Arrives and adds `bytes` to the transaction count the current phase waits for.
 __device__ __forceinline__ void mbar_expect_tx(uint64_t* b, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(b)), "r"(bytes)

@@ -319,8 +319,8 @@ void CudaBackend::grow_buffers(int cap_T, int cap_S, int cap_R) {
     b.total_q = std::min(cap_T, cap_S * std::max(1, 16 / group));
     attn = std::max(attn, cuda::attention_workspace_bytes(b, a->num_q_heads(), a->head_dim(), 32));
   }
-  // The stream-K prefill attention's slots (variant 11, when chosen), one per SM of the stream.
-  if (opts_.prefill_attention == 11) attn = std::max(attn, cuda::attention_prefill_workspace_bytes(device_->sms()));
+  // The stream-K prefill attention's slots (variant 11 or 13, when chosen), one per SM of the stream.
+  if (opts_.prefill_attention == 11 || opts_.prefill_attention == 13) attn = std::max(attn, cuda::attention_prefill_workspace_bytes(device_->sms()));
   attn_ws_bytes_ = attn;
   attn_ws_ = dmalloc(attn, "attention workspace");
   ws_bytes_ += align256(attn);

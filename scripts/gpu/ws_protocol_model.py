@@ -7,6 +7,10 @@
 # itself): keep the two in step. Run: python3 scripts/gpu/ws_protocol_model.py. Mutations checked
 # by hand (2026-12-04): dropping the qempty wait (parity lapped), acquiring a K stage one tile late
 # (overwrite while read) and a single part slot (rewritten while read) are all caught.
+# ni=True models variants 12 / 13 (2026-12-05): the producer never waits for its copies; a group
+# is published (its `full` barrier arrives) when it lands — cp.async.mbarrier.arrive.noinc fires
+# once all of the lane's earlier copies have landed, so in issue order — and the producer waits
+# only on `empty` barriers, then for its last copies before it exits.
 import random
 
 
@@ -26,13 +30,14 @@ class Bar:
         return s.ph > k
 
 
-def run(parts, seed, land_p):
+def run(parts, seed, land_p, ni=False):
     rng = random.Random(seed)
     B = {n: Bar(c) for n, c in [('qfull', 1), ('qempty', 2), ('pfull', 1), ('kf0', 1), ('kf1', 1), ('vf0', 1),
                                 ('vf1', 1), ('ke0', 2), ('ke1', 2), ('ve0', 2), ('ve1', 2)]}
     buf = {}       # buffer -> [tile id, landed, published]
     readers = {}   # buffer -> consumers reading it
     groups = []    # the producer's issued, unlanded groups (buffer names), oldest first
+    arrive_on_land = {}  # ni: buffer -> the barrier its landing arrives on
     partslot = {0: None, 1: None}
     slotlock = {0: set(), 1: set()}
 
@@ -54,17 +59,27 @@ def run(parts, seed, land_p):
             assert not readers.get(b), f"overwrite {b} while read"
             buf[b] = [tid, False, False]
             groups.append(b)
+            if ni:
+                arrive_on_land[b] = bar
+                return
             if pend:
                 yield from land_wait(1)
                 publish()
             pend.append((bar, b))
 
         def flush():
+            if ni:  # cp.async.wait_all before the warp exits
+                yield from land_wait(0)
+                return
             if pend:
                 yield from land_wait(0)
                 publish()
 
         def acquire(bar, k):
+            if ni:
+                while not B[bar].done(k):
+                    yield 'wait'
+                return
             if not B[bar].done(k):
                 yield from flush()
                 while not B[bar].done(k):
@@ -168,6 +183,9 @@ def run(parts, seed, land_p):
         if groups and rng.random() < land_p:
             b = groups.pop(0)
             buf[b][1] = True
+            if ni:
+                buf[b][2] = True
+                B[arrive_on_land.pop(b)].arrive()
             continue
         name = rng.choice(list(ths))
         try:
@@ -180,7 +198,9 @@ def run(parts, seed, land_p):
 
 if __name__ == '__main__':
     rnd = random.Random(1)
-    for t in range(4000):
-        parts = [rnd.randint(1, 6) for _ in range(rnd.randint(0, 5))]
-        run(parts, t, [0.02, 0.3, 0.9][t % 3])
-    print("ok: 4000 random part lists, no deadlock, no overwrite, reads see landed + published tiles")
+    for ni in (False, True):
+        for t in range(4000):
+            parts = [rnd.randint(1, 6) for _ in range(rnd.randint(0, 5))]
+            run(parts, t, [0.02, 0.3, 0.9][t % 3], ni)
+        print(f"ok ({'12 / 13, noinc arrivals' if ni else '9 … 11'}): 4000 random part lists, no deadlock, "
+              "no overwrite, reads see landed + published tiles")

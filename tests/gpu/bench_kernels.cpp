@@ -393,16 +393,18 @@ void bench_attention() {
         // all launched heaviest block first; v7 = v5 in launch order by query block; v8 = v5 with
         // long blocks' key ranges split over 2-block clusters (d 512: = v5); v9 / v10: warp-specialized
         // and persistent (attention_sm90_ws.cu; two register splits), v11 = v10 sharing the key tiles
-        // evenly (stream-K; d 512: v9 … v11 = v5).
+        // evenly (stream-K; d 512: v9 … v13 = v5), v12 / v13 = v9 / v11 with a producer that never
+        // waits for its copies.
         if (L.d == 256 || L.d == 512)
-          for (int kvar : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}) {
+          for (int kvar : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}) {
             if (L.d == 512 && (((kvar % 2 == 0) && kvar < 7) || kvar >= 9)) continue;  // (= v1 / v3 / v5 there)
             // G4C_BENCH_PVARS="5,9": time only these variants (quick A/Bs).
             if (const char* pv = std::getenv("G4C_BENCH_PVARS"))
               if ((std::string(",") + pv + ",").find("," + std::to_string(kvar) + ",") == std::string::npos) continue;
-            // G4C_BENCH_SK_F="0,1,2": variant 11 once per fixed cost F (default: F = 1).
+            // G4C_BENCH_SK_F="0,1,2": variants 11 / 13 once per fixed cost F (default: F = 1).
+            const bool sk = kvar == 11 || kvar == 13;
             std::vector<int> fs = {1};
-            if (const char* f = std::getenv("G4C_BENCH_SK_F"); f && kvar == 11) {
+            if (const char* f = std::getenv("G4C_BENCH_SK_F"); f && sk) {
               fs.clear();
               for (const char* p = f; *p;) {
                 fs.push_back(std::atoi(p));
@@ -414,7 +416,7 @@ void bench_attention() {
               attention_set_prefill_sk(0, fx);
               const double t = time_prefill(kvar);
               attention_set_prefill_sk(0, 1);
-              if (kvar == 11) std::printf("   sm90 v11 F%d %.1f us %.1f%%", fx, t * 1e3, pct(t));
+              if (sk) std::printf("   sm90 v%d F%d %.1f us %.1f%%", kvar, fx, t * 1e3, pct(t));
               else std::printf("   sm90 v%d %.1f us %.0f TF %.1f%%", kvar, t * 1e3, flops / (t * 1e-3) / 1e12, pct(t));
             }
           }

@@ -472,7 +472,8 @@ TEST(GpuAttention, DecodeClusterCombine) {
 // with the key ranges of blocks of ≥ 3 key tiles split over 2-block clusters and merged through
 // distributed shared memory (d 256 without split-KV; else 5); d 512 maps 2 / 4 / 6 to 1 / 3 / 5
 // and runs those twice; 9 … 11: the warp-specialized persistent kernel, 11 with stream-K pieces
-// merged through the workspace, at d 512 or with splits 5): the
+// merged through the workspace, 12 / 13 = 9 / 11 with the producer that never waits for its
+// copies, at d 512 or with splits 5): the
 // prefill cases above at d 256 / 512, plus chunks long enough for whole (unmasked) tiles and
 // the skipped rescale, every GQA width the API allows at d 256 (G = 1 … 16: 64 … 4 tokens per
 // block), and split-KV over a prefill chunk (the workspace path). Same reference and bound.
@@ -484,9 +485,10 @@ TEST(GpuAttention, PrefillHopperKernel) {
   // small grids ranges hold several whole query blocks and cut others anywhere.
   // Variants 9 / 10 also on grids of 7 / 5 blocks: many parts per block, so the Q buffer, the
   // part slots and the K/V stages go through many phases.
-  const int runs[][3] = {{0, 0, 1},  {1, 0, 1},  {2, 0, 1},  {3, 0, 1},  {4, 0, 1},   {5, 0, 1},
-                         {6, 0, 1},  {7, 0, 1},  {8, 0, 1},  {9, 0, 1},  {9, 7, 1},   {10, 0, 1},
-                         {10, 5, 1}, {11, 0, 1}, {11, 40, 0}, {11, 7, 3}};
+  // Variants 12 / 13 (9 / 11 with the producer that never waits for its copies) on the same grids.
+  const int runs[][3] = {{0, 0, 1},  {1, 0, 1},  {2, 0, 1},   {3, 0, 1},  {4, 0, 1},  {5, 0, 1},   {6, 0, 1},
+                         {7, 0, 1},  {8, 0, 1},  {9, 0, 1},   {9, 7, 1},  {10, 0, 1}, {10, 5, 1},  {11, 0, 1},
+                         {11, 40, 0}, {11, 7, 3}, {12, 0, 1}, {12, 7, 1}, {13, 0, 1}, {13, 40, 0}, {13, 7, 3}};
   // G4C_TEST_PREFILL_VARIANTS="9,10,11": only these (compute-sanitizer runs of new variants).
   const char* only = std::getenv("G4C_TEST_PREFILL_VARIANTS");
   for (const auto& run : runs) {
