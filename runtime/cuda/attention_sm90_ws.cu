@@ -349,9 +349,15 @@ __global__ void __launch_bounds__(kWThreads, 1) attn_sm90_ws_kernel(const AttnAr
       kt += n;
     }
     // The last group, unless the last acquire published it (nothing in flight at exit); NI: the
-    // copies still in flight land before the warp exits (their arrivals stay asynchronous).
-    if constexpr (NI) cp_async_wait<0>();
-    else flush();
+    // copies still in flight land before the warp exits (their arrivals stay asynchronous). They
+    // were never committed as a group, and wait_group waits only for committed groups: commit
+    // first (= cp.async.wait_all).
+    if constexpr (NI) {
+      cp_async_commit();
+      cp_async_wait<0>();
+    } else {
+      flush();
+    }
     return;
   }
 
