@@ -40,6 +40,35 @@ __device__ __forceinline__ void epi_write(const EpiArgs& e, int prow, int tok, f
   }
 }
 
+// Two adjacent output columns (col, col + 1; col even) of token `tok`, bounded by `lim` columns
+// (ep 0 store, 1 + residual); pair_ok: 4-byte-aligned pairs may be stored as one bf162. The
+// epilogue of the wgmma tiles that epilogue_full_tile does not take (gemm_sm90_rs.cu,
+// gemm_sm90_ws.cu).
+__device__ __forceinline__ void epi_store2(const EpiArgs& e, int tok, int col, float v0, float v1, int lim,
+                                           bool pair_ok) {
+  if (tok >= e.m || col >= lim) return;
+  bf16* y = static_cast<bf16*>(e.o.y) + long(tok) * e.o.ldy + col;
+  const bool two = col + 1 < lim;
+  const bool vec = two && pair_ok;
+  if (e.ep == 1) {
+    const bf16* r = e.o.residual + long(tok) * e.o.ldr + col;
+    if (vec) {
+      const float2 rf = __bfloat1622float2(*reinterpret_cast<const bf162*>(r));
+      v0 += rf.x;
+      v1 += rf.y;
+    } else {
+      v0 += __bfloat162float(r[0]);
+      if (two) v1 += __bfloat162float(r[1]);
+    }
+  }
+  if (vec) {
+    *reinterpret_cast<bf162*>(y) = __floats2bfloat162_rn(v0, v1);
+  } else {
+    y[0] = __float2bfloat16(v0);
+    if (two) y[1] = __float2bfloat16(v1);
+  }
+}
+
 // The epilogue of a wgmma tile inside both bounds, with 4-byte-aligned column pairs
 // (gemm_sm90_rs.cu, gemm_sm90_ws.cu). acc is a 64-row warpgroup slice's accumulator: acc[4j..4j+3]
 // = (row g, tok 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1) of token block j; `tok` is this lane's

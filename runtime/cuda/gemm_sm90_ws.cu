@@ -43,32 +43,6 @@ struct WsCfg {
   static_assert(kSmem <= 227 * 1024, "shared memory");
 };
 
-// Two adjacent output columns (col, col+1) of token `tok`, bounded by `lim` columns; col even.
-__device__ __forceinline__ void store2(const EpiArgs& e, int tok, int col, float v0, float v1, int lim,
-                                       bool pair_ok) {
-  if (tok >= e.m || col >= lim) return;
-  bf16* y = static_cast<bf16*>(e.o.y) + long(tok) * e.o.ldy + col;
-  const bool two = col + 1 < lim;
-  const bool vec = two && pair_ok;
-  if (e.ep == 1) {
-    const bf16* r = e.o.residual + long(tok) * e.o.ldr + col;
-    if (vec) {
-      const float2 rf = __bfloat1622float2(*reinterpret_cast<const bf162*>(r));
-      v0 += rf.x;
-      v1 += rf.y;
-    } else {
-      v0 += __bfloat162float(r[0]);
-      if (two) v1 += __bfloat162float(r[1]);
-    }
-  }
-  if (vec) {
-    *reinterpret_cast<bf162*>(y) = __floats2bfloat162_rn(v0, v1);
-  } else {
-    y[0] = __float2bfloat16(v0);
-    if (two) y[1] = __float2bfloat16(v1);
-  }
-}
-
 // REL0: consumers wait for all their wgmmas after each k step and release that slot at once
 // (no wgmma group in flight across k steps; the producer may then run L = S−1 stages ahead).
 template <bool INT4, int BT, int S, bool REL0>
@@ -253,14 +227,14 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         const float v0 = gelu_mul_bf16(c[0], c[2]), v1 = gelu_mul_bf16(c[1], c[3]);
         const float recv = __shfl_xor_sync(0xffffffffu, odd ? v0 : v1, 4);
         const int col = (prow >> 4) * 8 + g - (odd ? 1 : 0);
-        store2(e, odd ? tok + 1 : tok, col, odd ? recv : v0, odd ? v1 : recv, e.n / 2, pair_ok);
+        epi_store2(e, odd ? tok + 1 : tok, col, odd ? recv : v0, odd ? v1 : recv, e.n / 2, pair_ok);
       } else {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const float a0 = c[2 * h], a1 = c[2 * h + 1];
           const float recv = __shfl_xor_sync(0xffffffffu, odd ? a0 : a1, 4);
           const int col = prow + 8 * h - (odd ? 1 : 0);
-          store2(e, odd ? tok + 1 : tok, col, odd ? recv : a0, odd ? a1 : recv, e.n, pair_ok);
+          epi_store2(e, odd ? tok + 1 : tok, col, odd ? recv : a0, odd ? a1 : recv, e.n, pair_ok);
         }
       }
     }
