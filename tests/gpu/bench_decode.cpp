@@ -39,46 +39,6 @@ const Shape kShapes[] = {
     {"full o 8192->3840", 3840, 8192, false},
 };
 
-template <class F>
-F drv_entry(const char* name) {
-  void* p = nullptr;
-  cudaDriverEntryPointQueryResult st{};
-  if (cudaGetDriverEntryPointByVersion(name, &p, CUDA_VERSION, cudaEnableDefault, &st) != cudaSuccess ||
-      st != cudaDriverEntryPointSuccess || !p) {
-    std::fprintf(stderr, "driver entry point %s missing\n", name);
-    std::exit(1);
-  }
-  return reinterpret_cast<F>(p);
-}
-#define DRV(name, ...)                                             \
-  do {                                                             \
-    static const auto fn_ = drv_entry<decltype(&name)>(#name);     \
-    if (fn_(__VA_ARGS__) != CUDA_SUCCESS) {                        \
-      std::fprintf(stderr, "%s failed\n", #name);                  \
-      std::exit(1);                                                \
-    }                                                              \
-  } while (0)
-// A green context of `sms` SMs made current and a stream on it (runtime/cuda_backend/device.cpp).
-cudaStream_t make_green_stream(int sms) {
-  CK(cudaFree(nullptr));
-  CUdevice dev;
-  DRV(cuDeviceGet, &dev, 0);
-  CUdevResource all{}, part{}, rest{};
-  DRV(cuDeviceGetDevResource, dev, &all, CU_DEV_RESOURCE_TYPE_SM);
-  unsigned groups = 1;
-  DRV(cuDevSmResourceSplitByCount, &part, &groups, &all, &rest, 0u, unsigned(sms));
-  CUdevResourceDesc desc{};
-  DRV(cuDevResourceGenerateDesc, &desc, &part, 1u);
-  CUgreenCtx g{};
-  DRV(cuGreenCtxCreate, &g, desc, dev, unsigned(CU_GREEN_CTX_DEFAULT_STREAM));
-  CUcontext ctx{};
-  DRV(cuCtxFromGreenCtx, &ctx, g);
-  DRV(cuCtxSetCurrent, ctx);
-  CUstream st{};
-  DRV(cuGreenCtxStreamCreate, &st, g, unsigned(CU_STREAM_NON_BLOCKING), 0);
-  return reinterpret_cast<cudaStream_t>(st);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {

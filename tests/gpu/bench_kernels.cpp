@@ -538,46 +538,6 @@ void bench_attention() {
   }
 }
 
-// Green context of `sms` SMs made current, and a stream on it (runtime/cuda_backend/device.cpp).
-template <class F>
-F drv_entry(const char* name) {
-  void* p = nullptr;
-  cudaDriverEntryPointQueryResult st{};
-  if (cudaGetDriverEntryPointByVersion(name, &p, CUDA_VERSION, cudaEnableDefault, &st) != cudaSuccess ||
-      st != cudaDriverEntryPointSuccess || !p) {
-    std::fprintf(stderr, "driver entry point %s missing\n", name);
-    std::exit(1);
-  }
-  return reinterpret_cast<F>(p);
-}
-#define DRV(call, name, ...)                                                            \
-  do {                                                                                  \
-    static const auto fn_ = drv_entry<decltype(&name)>(#name);                          \
-    if (fn_(__VA_ARGS__) != CUDA_SUCCESS) {                                             \
-      std::fprintf(stderr, "%s failed\n", #name);                                       \
-      std::exit(1);                                                                     \
-    }                                                                                   \
-  } while (0)
-cudaStream_t make_green_stream(int sms) {
-  CK(cudaFree(nullptr));
-  CUdevice dev;
-  DRV(0, cuDeviceGet, &dev, 0);
-  CUdevResource all{}, part{}, rest{};
-  DRV(0, cuDeviceGetDevResource, dev, &all, CU_DEV_RESOURCE_TYPE_SM);
-  unsigned groups = 1;
-  DRV(0, cuDevSmResourceSplitByCount, &part, &groups, &all, &rest, 0u, unsigned(sms));
-  CUdevResourceDesc desc{};
-  DRV(0, cuDevResourceGenerateDesc, &desc, &part, 1u);
-  CUgreenCtx g{};
-  DRV(0, cuGreenCtxCreate, &g, desc, dev, unsigned(CU_GREEN_CTX_DEFAULT_STREAM));
-  CUcontext ctx{};
-  DRV(0, cuCtxFromGreenCtx, &ctx, g);
-  DRV(0, cuCtxSetCurrent, ctx);
-  CUstream st{};
-  DRV(0, cuGreenCtxStreamCreate, &st, g, unsigned(CU_STREAM_NON_BLOCKING), 0);
-  return reinterpret_cast<cudaStream_t>(st);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {

@@ -1,7 +1,9 @@
-// Timing and data helpers of the GPU microbenchmarks (bench_kernels.cpp, bench_decode.cpp):
-// host C++ over the CUDA runtime API; each benchmark is its own executable.
+// Timing, data and green-context helpers of the GPU microbenchmarks (bench_kernels.cpp,
+// bench_decode.cpp, bench_stream.cu): host C++ over the CUDA runtime API; each benchmark is its
+// own executable.
 #pragma once
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -60,6 +62,48 @@ inline double time_graph(const std::function<void(int)>& launch, int calls, int 
   cudaGraphDestroy(graph);
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
+}
+
+// A driver API entry point through the runtime (the benchmarks do not link libcuda).
+template <class F>
+F drv_entry(const char* name) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult st{};
+  if (cudaGetDriverEntryPointByVersion(name, &p, CUDA_VERSION, cudaEnableDefault, &st) != cudaSuccess ||
+      st != cudaDriverEntryPointSuccess || !p) {
+    std::fprintf(stderr, "driver entry point %s missing\n", name);
+    std::exit(1);
+  }
+  return reinterpret_cast<F>(p);
+}
+#define G4C_BENCH_DRV(name, ...)                               \
+  do {                                                         \
+    static const auto fn_ = drv_entry<decltype(&name)>(#name); \
+    if (fn_(__VA_ARGS__) != CUDA_SUCCESS) {                    \
+      std::fprintf(stderr, "%s failed\n", #name);              \
+      std::exit(1);                                            \
+    }                                                          \
+  } while (0)
+// A green context of `sms` SMs made current and a stream on it (--green N: the 1g.10gb slice's
+// SM share, as runtime/cuda_backend/device.cpp makes it).
+inline cudaStream_t make_green_stream(int sms) {
+  CK(cudaFree(nullptr));
+  CUdevice dev;
+  G4C_BENCH_DRV(cuDeviceGet, &dev, 0);
+  CUdevResource all{}, part{}, rest{};
+  G4C_BENCH_DRV(cuDeviceGetDevResource, dev, &all, CU_DEV_RESOURCE_TYPE_SM);
+  unsigned groups = 1;
+  G4C_BENCH_DRV(cuDevSmResourceSplitByCount, &part, &groups, &all, &rest, 0u, unsigned(sms));
+  CUdevResourceDesc desc{};
+  G4C_BENCH_DRV(cuDevResourceGenerateDesc, &desc, &part, 1u);
+  CUgreenCtx g{};
+  G4C_BENCH_DRV(cuGreenCtxCreate, &g, desc, dev, unsigned(CU_GREEN_CTX_DEFAULT_STREAM));
+  CUcontext ctx{};
+  G4C_BENCH_DRV(cuCtxFromGreenCtx, &ctx, g);
+  G4C_BENCH_DRV(cuCtxSetCurrent, ctx);
+  CUstream st{};
+  G4C_BENCH_DRV(cuGreenCtxStreamCreate, &st, g, unsigned(CU_STREAM_NON_BLOCKING), 0);
+  return reinterpret_cast<cudaStream_t>(st);
 }
 
 // Random bytes (or N(0,1) bf16): at most 16 MiB drawn on the host, then tiled on the device.
