@@ -36,6 +36,23 @@ double nmse(const std::vector<float>& a, const std::vector<double>& b) {
 
 double gelu64(double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }
 
+// float64 reference of cpu::linear: y[t][n] = x[t]·w0[n] (+ r[t][n] for ResidualAdd; gelu(x·w0)·(x·w1)
+// for GeluTanhGateUp), x [rows][K], w0 / w1 [N][K].
+std::vector<double> linear64(const std::vector<float>& x, const std::vector<float>& w0, const std::vector<float>& w1,
+                             const std::vector<float>& r, int rows, int K, int N, Epilogue ep) {
+  std::vector<double> ref(size_t(rows) * N);
+  for (int t = 0; t < rows; ++t)
+    for (int n = 0; n < N; ++n) {
+      double a = 0, b = 0;
+      for (int k = 0; k < K; ++k) {
+        a += double(x[t * K + k]) * w0[n * K + k];
+        b += double(x[t * K + k]) * w1[n * K + k];
+      }
+      ref[t * N + n] = ep == Epilogue::None ? a : ep == Epilogue::ResidualAdd ? r[t * N + n] + a : gelu64(a) * b;
+    }
+  return ref;
+}
+
 }  // namespace
 
 TEST(CpuKernels, LinearAllEpiloguesMatchFloat64) {
@@ -47,16 +64,7 @@ TEST(CpuKernels, LinearAllEpiloguesMatchFloat64) {
     for (Epilogue ep : {Epilogue::None, Epilogue::ResidualAdd, Epilogue::GeluTanhGateUp}) {
       std::vector<float> y = r;  // ResidualAdd in place (y aliases the residual)
       cpu::linear(pool, x.data(), rows, K, w0.data(), w1.data(), N, y.data(), y.data(), ep);
-      std::vector<double> ref(size_t(rows) * N);
-      for (int t = 0; t < rows; ++t)
-        for (int n = 0; n < N; ++n) {
-          double a = 0, b = 0;
-          for (int k = 0; k < K; ++k) {
-            a += double(x[t * K + k]) * w0[n * K + k];
-            b += double(x[t * K + k]) * w1[n * K + k];
-          }
-          ref[t * N + n] = ep == Epilogue::None ? a : ep == Epilogue::ResidualAdd ? r[t * N + n] + a : gelu64(a) * b;
-        }
+      const std::vector<double> ref = linear64(x, w0, w1, r, rows, K, N, ep);
       // fp32 accumulation of 37 products of N(0,1) values: relative error ~1e-7 per add;
       // nmse 1e-10 is three orders above that and far below any indexing mistake (~1).
       EXPECT_LT(nmse(y, ref), 1e-10) << "rows " << rows << " epilogue " << int(ep);
@@ -124,16 +132,7 @@ TEST(CpuKernels, LinearLargeRaggedShapesMatchFloat64) {
         cpu::linear_pack_all_limit = pack_limit;
         std::vector<float> y = r;  // ResidualAdd in place (y aliases the residual)
         cpu::linear(pool, x.data(), rows, K, w0.data(), w1.data(), N, y.data(), y.data(), ep);
-        std::vector<double> ref(size_t(rows) * N);
-        for (int t = 0; t < rows; ++t)
-          for (int n = 0; n < N; ++n) {
-            double a = 0, b = 0;
-            for (int k = 0; k < K; ++k) {
-              a += double(x[t * K + k]) * w0[n * K + k];
-              b += double(x[t * K + k]) * w1[n * K + k];
-            }
-            ref[t * N + n] = ep == Epilogue::None ? a : ep == Epilogue::ResidualAdd ? r[t * N + n] + a : gelu64(a) * b;
-          }
+        const std::vector<double> ref = linear64(x, w0, w1, r, rows, K, N, ep);
         // One fp32 FMA chain of 300 N(0,1) products per output: relative error ~√300·6e-8
         // ≈ 1e-6, nmse ~1e-12; 1e-10 still catches any misplaced tile (nmse ~1).
         EXPECT_LT(nmse(y, ref), 1e-10) << "rows " << rows << " N " << N << " epilogue " << int(ep)
