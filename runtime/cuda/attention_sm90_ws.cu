@@ -1,7 +1,7 @@
 // Warp-specialized, persistent Hopper (sm_90a) prefill attention (variants 9 … 13 of
-// launch_attn_sm90; 2026-12-04, ninth session; 12 / 13 2026-12-05): the variant-5 tile loop (attention_sm90.cu: S =
-// Q·Kᵀ and O += P·V on wgmma, softmax overlapping the previous tile's P·V, lazy rescale) fed by
-// a producer warp, one block per SM walking a list of parts.
+// launch_attn_sm90; 9–11 2026-12-04, ninth session; 12 / 13 2026-12-05): the variant-5 tile loop
+// (attention_sm90.cu: S = Q·Kᵀ and O += P·V on wgmma, softmax overlapping the previous tile's
+// P·V, lazy rescale) fed by a producer warp, one block per SM walking a list of parts.
 //
 // Why (BENCHMARKS.md, Attention, eighth session): at hd 256 W1024 2k a variant-5 block spends
 // 4.2–5.3 µs from its start to its first tile (96 KB of Q and K through per-thread cp.async
