@@ -373,7 +373,7 @@ cudaError_t launch_attn_sm90(const AttnArgs& a, int d, int variant, int max_q_le
       case 8:
         return a.splits == 1 ? launch<256, 64, 2, true, true, true>(a, max_q_len, num_requests, stream)
                              : launch<256, 64, 2, true>(a, max_q_len, num_requests, stream);
-      case 9: case 10: case 11: case 12: case 13:  // warp-specialized, persistent (attention_sm90_ws.cu); else 5
+      case 9: case 10: case 11: case 12: case 13:  // warp-specialized, persistent (_ws.cu); else 5
         return a.splits == 1 && a.dv_parts == 1 && (reinterpret_cast<uintptr_t>(a.out) & 15) == 0
                    ? launch_attn_sm90_ws(a, max_q_len, num_requests, variant, ws, ws_bytes, stream)
                    : launch<256, 64, 2, true>(a, max_q_len, num_requests, stream);
