@@ -86,6 +86,9 @@ void attention_set_prefill_kernel(int k);
 // the stream; `fixed` = F, the units of fixed cost each query block weighs on top of its key
 // tiles in 11's / 13's even split (default 1). Process-wide.
 void attention_set_prefill_sk(int blocks, int fixed);
+// Whether prefill variant v is a stream-K one (11, 13), which takes the workspace below (without
+// it, 11 runs as 10 and 13 as 12).
+inline bool attention_prefill_uses_workspace(int v) { return v == 11 || v == 13; }
 // Workspace with which prefill variants 11 / 13 run on `sms` SMs (0: the device's): a 4 KB flag header
 // and ≈ 132 KB per block (17.8 MB on 132 SMs). Independent of the batch.
 size_t attention_prefill_workspace_bytes(int sms = 0);

@@ -233,8 +233,8 @@ int attn_decode_coop_blocks_per_sm(int d);
 cudaError_t launch_attn_sm90(const detail::AttnArgs& a, int d, int variant, int max_q_len, int num_requests,
                              cudaStream_t stream, void* ws = nullptr, size_t ws_bytes = 0);
 // Its warp-specialized persistent form (attention_sm90_ws.cu, variants 9 … 13): d = 256, one KV
-// split, one column part, 16-byte-aligned output. 11 (stream-K) needs ws_bytes ≥
-// attention_prefill_workspace_bytes(the stream's SMs), else it runs as 10 (the same parts, whole).
+// split, one column part, 16-byte-aligned output. 11 and 13 (stream-K) need ws_bytes ≥
+// attention_prefill_workspace_bytes(the stream's SMs), else they run as 10 and 12 (whole parts).
 cudaError_t launch_attn_sm90_ws(const detail::AttnArgs& a, int max_q_len, int num_requests, int variant, void* ws,
                                 size_t ws_bytes, cudaStream_t stream);
 

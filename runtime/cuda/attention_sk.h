@@ -1,5 +1,5 @@
 // The stream-K schedule of the persistent prefill attention kernel (attention_sm90_ws.cu,
-// variant 11): which key tiles of which query blocks each of P resident blocks runs, and which
+// variants 11 and 13): which key tiles of which query blocks each of P resident blocks runs, and which
 // partial results it hands to, or takes from, the others. Host and device code (no CUDA
 // dependency) so the CPU tests check it exhaustively (tests/runtime/test_attn_schedule.cpp).
 //

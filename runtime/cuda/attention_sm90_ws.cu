@@ -566,7 +566,7 @@ cudaError_t launch_attn_sm90_ws(const AttnArgs& a, int max_q_len, int num_reques
   const long items = long(w.nx) * w.ny;
   if (items == 0) return cudaSuccess;
   const int sms = gemm_stream_sms(stream);
-  if (variant == 11 || variant == 13) {
+  if (attention_prefill_uses_workspace(variant)) {
     const int p = std::min({kSkMaxBlocks, sms, g_sk_blocks > 0 ? g_sk_blocks : sms});
     if (ws && ws_bytes >= kSkFlagBytes + size_t(p) * kSkSlotF4 * sizeof(float4)) {
       w.flags = static_cast<unsigned*>(ws);

@@ -320,7 +320,8 @@ void CudaBackend::grow_buffers(int cap_T, int cap_S, int cap_R) {
     attn = std::max(attn, cuda::attention_workspace_bytes(b, a->num_q_heads(), a->head_dim(), 32));
   }
   // The stream-K prefill attention's slots (variant 11 or 13, when chosen), one per SM of the stream.
-  if (opts_.prefill_attention == 11 || opts_.prefill_attention == 13) attn = std::max(attn, cuda::attention_prefill_workspace_bytes(device_->sms()));
+  if (cuda::attention_prefill_uses_workspace(opts_.prefill_attention))
+    attn = std::max(attn, cuda::attention_prefill_workspace_bytes(device_->sms()));
   attn_ws_bytes_ = attn;
   attn_ws_ = dmalloc(attn, "attention workspace");
   ws_bytes_ += align256(attn);

@@ -54,8 +54,8 @@ struct CudaOptions {
   // copies R token ids instead of R × vocab fp32 logits, and the host does not scan them.
   bool device_argmax = true;
   // Prefill attention kernel (cuda::attention_set_prefill_kernel): -1 the default rule, 0 the
-  // flash kernel, 1 … 11 a Hopper variant (attention_sm90.cu / attention_sm90_ws.cu). With 11 the
-  // attention workspace also holds the stream-K slots (attention_prefill_workspace_bytes).
+  // flash kernel, 1 … 13 a Hopper variant (attention_sm90.cu / attention_sm90_ws.cu). With 11 or 13
+  // the attention workspace also holds the stream-K slots (attention_prefill_workspace_bytes).
   // Process-wide like `deterministic`; for A/Bs of kernels end to end.
   int prefill_attention = -1;
   // Decode GEMMs with the nibble shifts on the FMA pipe (cuda::gemm_set_decode_ims: lean variants

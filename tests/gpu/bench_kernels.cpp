@@ -402,7 +402,7 @@ void bench_attention() {
             if (const char* pv = std::getenv("G4C_BENCH_PVARS"))
               if ((std::string(",") + pv + ",").find("," + std::to_string(kvar) + ",") == std::string::npos) continue;
             // G4C_BENCH_SK_F="0,1,2": variants 11 / 13 once per fixed cost F (default: F = 1).
-            const bool sk = kvar == 11 || kvar == 13;
+            const bool sk = attention_prefill_uses_workspace(kvar);
             std::vector<int> fs = {1};
             if (const char* f = std::getenv("G4C_BENCH_SK_F"); f && sk) {
               fs.clear();

@@ -220,7 +220,7 @@ void run_attn(const AttnCase& c) {
   b.max_q_len = max_q;
   b.max_kv_len = max_kv;
   const int splits = c.splits > 0 ? c.splits : cuda::attention_num_splits(b, c.hq, c.hkv, c.d, c.window);
-  // Also the stream-K prefill variant's (11; attention_set_prefill_kernel). Poisoned: its flags
+  // Also the stream-K prefill variants' (11, 13; attention_set_prefill_kernel). Poisoned: its flags
   // must be zeroed by the launch, and a state read before it is written is NaN.
   const size_t wsb = std::max(cuda::attention_workspace_bytes(b, c.hq, c.d, splits), cuda::attention_prefill_workspace_bytes());
   DevBuf<uint8_t> ws(std::max<size_t>(wsb, 1));
