@@ -25,6 +25,9 @@
 #include "runtime/sampler.h"
 
 namespace g4c::runtime {
+namespace cpu {
+class ThreadPool;
+}
 
 struct GenerationRequest {
   std::string id;                      // request_id as written to outputs
@@ -110,6 +113,7 @@ class Scheduler {
   std::vector<Sequence*> running_;  // admission order
   std::vector<GenerationResult> finished_;
   int preemptions_ = 0;
+  std::unique_ptr<cpu::ThreadPool> sample_pool_;  // complete(): rows of large vocabularies in parallel
 };
 
 }  // namespace g4c::runtime

@@ -5,7 +5,6 @@
 #include <cmath>
 
 #include "runtime/kv.h"
-#include "runtime/sampler.h"
 #include "runtime/scheduler.h"
 
 using namespace g4c;
@@ -184,27 +183,3 @@ TEST(Scheduler, ZeroMaxNewTokensFinishesAtOnce) {
   EXPECT_EQ(r[0].finish_reason, "length");
 }
 
-TEST(Sampler, GreedyTopKTopPAndTemperature) {
-  const float logits[4] = {1.0f, 3.0f, 2.0f, 3.0f};
-  std::mt19937_64 rng(7);
-  EXPECT_EQ(argmax(logits, 4), 1);  // lowest index on ties
-  EXPECT_EQ(sample(logits, 4, {}, rng), 1);  // temperature 0: greedy
-  for (int i = 0; i < 50; ++i) {
-    // top_k 1 keeps only the (tie-broken) best; a tiny top_p keeps only the first of the sorted list.
-    EXPECT_EQ(sample(logits, 4, {.temperature = 1.0f, .top_k = 1}, rng), 1);
-    EXPECT_EQ(sample(logits, 4, {.temperature = 1.0f, .top_p = 1e-3f}, rng), 1);
-    // top_k 3 never returns the smallest logit.
-    EXPECT_NE(sample(logits, 4, {.temperature = 2.0f, .top_k = 3}, rng), 0);
-  }
-  // Frequencies follow softmax(logits / T): T = 1 over {1, 3, 2, 3}.
-  const int n = 20000;
-  int count[4] = {};
-  for (int i = 0; i < n; ++i) ++count[sample(logits, 4, {.temperature = 1.0f}, rng)];
-  double z = std::exp(1.0) + 2 * std::exp(3.0) + std::exp(2.0);
-  const double p[4] = {std::exp(1.0) / z, std::exp(3.0) / z, std::exp(2.0) / z, std::exp(3.0) / z};
-  for (int k = 0; k < 4; ++k) {
-    // 5 standard deviations of a binomial(n, p): fails by chance with probability < 1e-6.
-    const double sd = std::sqrt(n * p[k] * (1 - p[k]));
-    EXPECT_NEAR(count[k], n * p[k], 5 * sd) << "token " << k;
-  }
-}
