@@ -69,33 +69,41 @@ int32_t sample_u(const float* logits, int vocab, const SamplingParams& p, double
   const Before by{logits};
   Scratch& sc = scratch();
   if (top_k) {
-    // The best k in order (a bounded heap; nth_element first where k is large), the nucleus by a
-    // walk in that order, then the draw in index order.
+    // The best k in order: one pass keeping the tokens above a running threshold (the k-th best
+    // of those kept so far, refreshed by nth_element whenever 2k are held), then the k sorted.
+    // NaN and −inf never pass the threshold: they have weight 0 and are never drawn, so K may
+    // leave them out.
     const int k = p.top_k;
     auto& ids = sc.ids;
-    ids.resize(size_t(vocab));
-    std::iota(ids.begin(), ids.end(), 0);
-    if (k <= 4096) {
-      std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), by);
-    } else {
-      std::nth_element(ids.begin(), ids.begin() + (k - 1), ids.end(), by);
-      std::sort(ids.begin(), ids.begin() + k, by);
+    ids.clear();
+    float thr = -INFINITY;
+    for (int i = 0; i < vocab; ++i) {
+      if (!(logits[i] > thr)) continue;
+      ids.push_back(i);
+      if (int(ids.size()) == 2 * k) {
+        std::nth_element(ids.begin(), ids.begin() + (k - 1), ids.end(), by);
+        thr = logits[ids[k - 1]];  // later tokens equal to it come after it in the order
+        ids.resize(size_t(k));
+      }
     }
+    if (ids.empty()) return argmax(logits, vocab);  // no finite or +inf logit
+    const int kk = std::min<int>(k, int(ids.size()));
+    std::partial_sort(ids.begin(), ids.begin() + kk, ids.end(), by);
     const float mx = logits[ids[0]];
     if (!std::isfinite(mx)) return argmax(logits, vocab);
     auto& kept = sc.kept;
-    kept.resize(size_t(k));
+    kept.resize(size_t(kk));
     double z = 0;
-    for (int j = 0; j < k; ++j) {
+    for (int j = 0; j < kk; ++j) {
       kept[j] = {ids[j], weight((mx - logits[ids[j]]) * inv_t)};
       z += kept[j].second;
     }
-    int n = k;
+    int n = kk;
     if (nucleus) {
       const double target = double(p.top_p) * z;
       double acc = 0;
       n = 0;
-      while (n < k && acc < target) acc += kept[n++].second;
+      while (n < kk && acc < target) acc += kept[n++].second;
       n = std::max(n, 1);
     }
     std::sort(kept.begin(), kept.begin() + n);  // K in index order
@@ -103,9 +111,13 @@ int32_t sample_u(const float* logits, int vocab, const SamplingParams& p, double
     for (int j = 0; j < n; ++j) s += kept[j].second;
     const double target = u * s;
     double run = 0;
-    for (int j = 0; j < n; ++j)
-      if ((run += kept[j].second) > target) return kept[j].first;
-    return kept[n - 1].first;  // u · s rounded up to s
+    int32_t last = kept[0].first;
+    for (int j = 0; j < n; ++j) {
+      if (kept[j].second == 0.0f) continue;
+      last = kept[j].first;
+      if ((run += kept[j].second) > target) return last;
+    }
+    return last;  // u · s rounded up to s
   }
   const int32_t best = argmax(logits, vocab);
   const float mx = logits[best];

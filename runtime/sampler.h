@@ -8,7 +8,8 @@
 //   kept set   K = C, or (top_p < 1) the shortest prefix of C in that order whose weight is
 //              ≥ top_p · Σ_C w (at least one token);
 //   draw       u ∈ [0, 1) from the request's generator; the token is the first i of K in
-//              *index* order whose running weight sum (double) exceeds u · Σ_K w.
+//              *index* order whose running weight sum (double) exceeds u · Σ_K w (should
+//              rounding leave it short, the last token of K with positive weight).
 // Walking K in index order rather than by weight gives the same distribution and needs no sort
 // of the vocabulary: O(vocab) expected per row (quickselect for top_k and the nucleus).
 #pragma once

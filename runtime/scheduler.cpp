@@ -184,7 +184,7 @@ void Scheduler::complete(const std::vector<ScheduledChunk>& chunks, const float*
   auto run = [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) tokens[r] = sample_u(logits + r * vocab, vocab, *params[r], draws[r]);
   };
-  // A row of the 262k vocabulary takes 0.2 ms greedy and 0.5–2 ms sampled (2-core Xeon VM,
+  // A row of the 262k vocabulary takes 0.2 ms greedy and 0.5–2 ms sampled (2-core AMD EPYC VM,
   // 2026-12-05): 16 rows are tens of ms a step, against a few ms of device time — so rows of
   // large vocabularies go to a pool.
   if (rows >= 2 && int64_t(vocab) * rows >= (int64_t(1) << 18)) {

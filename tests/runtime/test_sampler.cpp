@@ -23,7 +23,8 @@ namespace {
 // sampler.h's definition, literally: the tokens fully sorted (higher logit first, lower index on
 // ties, NaN as −inf), the first top_k, w = exp((l − max) / T) in float (NaN logits 0), the shortest
 // prefix in that order with Σw ≥ top_p · Σ_C w (at least one), then the first token in index
-// order whose running sum exceeds u · Σ_K w. O(V log V) per row.
+// order whose running sum exceeds u · Σ_K w (or, rounding, the last with positive weight).
+// O(V log V) per row.
 struct Reference {
   const std::vector<float>& l;
   std::vector<int32_t> order;
@@ -56,9 +57,13 @@ struct Reference {
     double s = 0;
     for (const auto& e : kept) s += e.second;
     double run = 0;
-    for (const auto& e : kept)
-      if ((run += e.second) > u * s) return e.first;
-    return kept.back().first;
+    int32_t last = kept.front().first;
+    for (const auto& e : kept) {
+      if (e.second == 0.0f) continue;
+      last = e.first;
+      if ((run += e.second) > u * s) return last;
+    }
+    return last;
   }
 };
 
