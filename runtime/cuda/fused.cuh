@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "runtime/cuda/sample_row.h"
+
 namespace g4c::cuda {
 
 using bf16 = __nv_bfloat16;
@@ -60,5 +62,10 @@ cudaError_t qk_norm_rope_kv_write(const bf16* q, const bf16* k_raw, const bf16* 
 
 // out[i] = argmax_j logits[i][j] (fp32 [m][n], row stride ldl); ties → smallest j.
 cudaError_t argmax_rows(const float* logits, int m, int n, long ldl, int* out, cudaStream_t stream);
+
+// out[i] = the token runtime::sample_u(logits[i], n, rows[i], rows[i].u) picks (runtime/sampler.h's
+// definition; sample.cu says where rounding may differ), rows (device) [m]. One block per row.
+cudaError_t sample_rows(const float* logits, int m, int n, long ldl, const SampleRow* rows, int* out,
+                        cudaStream_t stream);
 
 }  // namespace g4c::cuda

@@ -4,7 +4,7 @@
 //                 BF16 GEMM, INT4 load-time repack, fused epilogues (gelu·up, residual, softcap)
 //   attention.cuh flash attention over packed variable-length chunks, paged / ring KV, split-KV
 //   fused.cuh     embedding gather, RMSNorm (+residual, layer_scalar), q/k norm + RoPE + KV
-//                 write, v_norm, argmax
+//                 write, v_norm, argmax, sampling (sample.cu)
 // Headers are plain C++ (need only the CUDA toolkit include dir); link g4c_cuda_kernels.
 #pragma once
 

@@ -1,8 +1,10 @@
 // Small fused ops vs CPU references that round to bf16 at the same points (fused.cuh).
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "runtime/cuda/fused.cuh"
+#include "runtime/sampler.h"
 #include "tests/gpu/gpu_util.h"
 
 namespace g4c::gputest {
@@ -288,6 +290,93 @@ TEST(GpuFused, ArgmaxTiesLowestIndex) {
   G4C_CUDA_OK(cuda::argmax_rows(dl.p, m, n, n, out.p, nullptr));
   G4C_CUDA_OK(cudaDeviceSynchronize());
   EXPECT_EQ(out.get(), expect);
+}
+
+// Device sampling against the host sampler (runtime::sample_u, itself tested against a brute-force
+// implementation of sampler.h's definition): the same token for the same draw u. The device's
+// weights come from expf (≤ 2 ulp: 2.4e-7 relative; glibc's ≤ 1), so every partial sum, and with
+// it the draw's position u·s among them and the nucleus's crossing of top_p · z, can move by
+// ≤ ~5e-7 relative (the sums' different association adds ~1e-15); a case is ambiguous (skipped,
+// counted) when the host's token changes under u ± 1e-6 or top_p · (1 ± 1e-6), twice that. Flat
+// rows of a large vocabulary (every token ~4e-6 of the mass) are then mostly ambiguous, so the
+// small vocabularies get three times the rows. Rows: Gaussian logits at several scales,
+// softcapped, integer (ties), −inf entries, a NaN; vocabularies 1 … 262144; greedy,
+// temperature, top_k, top_p and both.
+TEST(GpuFused, SampleRowsFollowTheHostSampler) {
+  G4C_REQUIRE_GPU();
+  std::mt19937_64 rng(test_seed() ^ 11);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::uniform_real_distribution<double> uni(0.0, 1.0);
+  const float temps[] = {0.0f, 0.7f, 1.0f, 2.5f};
+  const int top_ks[] = {-1, 1, 40, 5000};
+  const float top_ps[] = {1.0f, 0.9f, 0.3f};
+  int cases = 0, skipped = 0, mismatches = 0;
+  for (const int n : {1, 7, 1000, 65536, 262144}) {
+    // One launch per vocabulary: a row per (kind, T, top_k, top_p) combination (n ≥ 65536: a subset).
+    std::vector<float> l;
+    std::vector<cuda::SampleRow> rows;
+    std::vector<runtime::SamplingParams> ps;
+    int kind = 0, combo = 0;
+    for (int rep = 0; rep < (n <= 1000 ? 3 : 1); ++rep)
+      for (const float t : temps)
+        for (const int k : top_ks)
+          for (const float tp : top_ps) {
+            if (n >= 65536 && t != 0.0f && combo++ % 3 != 0) continue;  // (the host's time per case)
+            ++kind;
+            const size_t at = l.size();
+            l.resize(at + size_t(n));
+            for (int i = 0; i < n; ++i) {
+              const float x = nd(rng);
+              switch (kind % 5) {
+                case 0: l[at + i] = 3.0f * x; break;
+                case 1: l[at + i] = 30.0f * std::tanh(8.0f * x / 30.0f); break;
+                case 2: l[at + i] = std::round(2.0f * x); break;
+                case 3: l[at + i] = (i % 7 == 3) ? -INFINITY : 0.5f * x; break;
+                default: l[at + i] = 12.0f * x; break;
+              }
+            }
+            if (kind % 5 == 4 && n > 2) l[at + size_t(n / 2)] = NAN;
+            const double u = uni(rng);
+            rows.push_back({t, k, tp, 0, u});
+            ps.push_back({.temperature = t, .top_k = k, .top_p = tp});
+          }
+    const int m = int(rows.size());
+    DevBuf<float> dl(l);
+    DevBuf<cuda::SampleRow> dr(rows);
+    DevBuf<int> out(static_cast<size_t>(m));
+    poison(out.p, out.bytes());
+    G4C_CUDA_OK(cuda::sample_rows(dl.p, m, n, n, dr.p, out.p, nullptr));
+    G4C_CUDA_OK(cudaDeviceSynchronize());
+    const std::vector<int> got = out.get();
+    for (int r = 0; r < m; ++r) {
+      const float* row = l.data() + size_t(r) * n;
+      const auto& p = ps[size_t(r)];
+      const double u = rows[size_t(r)].u;
+      const int want = runtime::sample_u(row, n, p, u);
+      ++cases;
+      bool ambiguous = false;
+      for (const double du : {-1e-6, 1e-6})
+        ambiguous |= runtime::sample_u(row, n, p, std::clamp(u + du, 0.0, 1.0 - 0x1p-53)) != want;
+      if (p.top_p < 1.0f)
+        for (const float f : {1.0f - 1e-6f, 1.0f + 1e-6f}) {
+          auto q = p;
+          q.top_p = std::min(p.top_p * f, 0.99999994f);
+          ambiguous |= runtime::sample_u(row, n, q, u) != want;
+        }
+      if (ambiguous) {
+        ++skipped;
+        continue;
+      }
+      if (got[size_t(r)] != want) {
+        ++mismatches;
+        ADD_FAILURE() << "n " << n << " row " << r << " T " << p.temperature << " top_k " << p.top_k << " top_p "
+                      << p.top_p << " u " << u << ": device " << got[size_t(r)] << ", host " << want;
+      }
+    }
+  }
+  std::printf("sample_rows: %d cases, %d ambiguous (skipped)\n", cases, skipped);
+  EXPECT_EQ(mismatches, 0);
+  EXPECT_LE(skipped * 50, cases);  // ≤ 2%: the skip must not hide the comparison
 }
 
 }  // namespace
