@@ -17,6 +17,7 @@
 
 #include "runtime/batch.h"
 #include "runtime/plan/plan.h"
+#include "runtime/sampler.h"
 #include "runtime/weights.h"
 
 namespace g4c::runtime {
@@ -57,6 +58,13 @@ class Backend {
   // so that only the token ids are copied. Returns rows, or -1 where the backend has no such path
   // (the caller then reads the value and samples on the host).
   virtual int argmax_rows(int /*value*/, std::vector<int32_t>* /*out*/) const { return -1; }
+  // Sampled tokens of the same value: row r's token is runtime::sample_u(row r, draws[r].params,
+  // draws[r].u) (sampler.h's definition; a device's float exp may move a token whose draw lies
+  // within ~1e-6 of a boundary), computed where the value lives. Returns rows, or -1 where the
+  // backend has no such path or it is off.
+  virtual int sample_rows(int /*value*/, std::span<const RowDraw> /*draws*/, std::vector<int32_t>* /*out*/) const {
+    return -1;
+  }
   // Overwrites a value's rows (rows × cols floats) for the current batch.
   virtual void write_value(int value, std::span<const float> data) = 0;
 

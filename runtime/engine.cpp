@@ -179,15 +179,18 @@ std::vector<GenerationResult> Engine::generate(std::vector<GenerationRequest> re
     }
     forward(batch);
     ++stats_.steps;
-    // Greedy rows: the backend's argmax where it has one (only token ids leave the device).
+    // Greedy rows: the backend's argmax where it has one; sampled rows: its sampler where it has
+    // one (either way only token ids leave the device); else the logits on the host.
     std::vector<int32_t> tokens;
     if (sched.greedy(chunks) && backend_->argmax_rows(plan_->logits_value(), &tokens) >= 0) {
+      sched.complete_tokens(chunks, tokens.data(), Scheduler::Clock::now());
+    } else if (const auto d = sched.draws(chunks); backend_->sample_rows(plan_->logits_value(), d, &tokens) >= 0) {
       sched.complete_tokens(chunks, tokens.data(), Scheduler::Clock::now());
     } else {
       // (In place where the backend keeps values on the host; a copy otherwise.)
       const std::span<const float> host = backend_->host_value(plan_->logits_value());
       if (host.empty()) backend_->read_value(plan_->logits_value(), &logits);
-      sched.complete(chunks, host.empty() ? logits.data() : host.data(), cfg_.vocab_size, Scheduler::Clock::now());
+      sched.complete(chunks, host.empty() ? logits.data() : host.data(), cfg_.vocab_size, d, Scheduler::Clock::now());
     }
     collect();
   }

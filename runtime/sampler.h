@@ -37,6 +37,12 @@ int32_t sample(const float* logits, int vocab, const SamplingParams& p, std::mt1
 // none (0, rng untouched) for greedy rows.
 double sample_draw(const SamplingParams& p, std::mt19937_64& rng);
 
+// A row's parameters with its draw (what a backend that samples on its device needs).
+struct RowDraw {
+  SamplingParams params;
+  double u = 0.0;
+};
+
 // The token for a given draw u. Rows whose largest logit is not finite fall back to argmax.
 // Reentrant (per-thread scratch buffers): rows may be sampled on several threads.
 int32_t sample_u(const float* logits, int vocab, const SamplingParams& p, double u);

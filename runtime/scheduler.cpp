@@ -167,24 +167,31 @@ std::vector<ScheduledChunk> Scheduler::schedule() {
   }
 }
 
-void Scheduler::complete(const std::vector<ScheduledChunk>& chunks, const float* logits, int vocab,
-                         Clock::time_point now) {
-  // The draws in row order, each from its sequence's generator, so the tokens do not depend on
-  // how the rows are then shared between threads.
-  std::vector<const SamplingParams*> params;
-  std::vector<double> draws;
+std::vector<RowDraw> Scheduler::draws(const std::vector<ScheduledChunk>& chunks) {
+  // In row order, each from its sequence's generator, so the tokens do not depend on where or on
+  // how many threads the rows are then sampled.
+  std::vector<RowDraw> d;
   for (const auto& c : chunks) {
     if (!c.needs_logits) continue;
     Sequence* s = all_[c.seq].get();
-    params.push_back(&s->req.sampling);
-    draws.push_back(sample_draw(s->req.sampling, s->rng));
+    d.push_back({s->req.sampling, sample_draw(s->req.sampling, s->rng)});
   }
-  const int64_t rows = int64_t(params.size());
+  return d;
+}
+
+void Scheduler::complete(const std::vector<ScheduledChunk>& chunks, const float* logits, int vocab,
+                         Clock::time_point now) {
+  complete(chunks, logits, vocab, draws(chunks), now);
+}
+
+void Scheduler::complete(const std::vector<ScheduledChunk>& chunks, const float* logits, int vocab,
+                         const std::vector<RowDraw>& d, Clock::time_point now) {
+  const int64_t rows = int64_t(d.size());
   std::vector<int32_t> tokens(static_cast<size_t>(rows));
   auto run = [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) tokens[r] = sample_u(logits + r * vocab, vocab, *params[r], draws[r]);
+    for (int64_t r = r0; r < r1; ++r) tokens[r] = sample_u(logits + r * vocab, vocab, d[r].params, d[r].u);
   };
-  // A row of the 262k vocabulary takes 0.2 ms greedy and 0.5–2 ms sampled (2-core AMD EPYC VM,
+  // A row of the 262k vocabulary takes 0.2 ms greedy and 0.2–2 ms sampled (2-core AMD EPYC VM,
   // 2026-12-05): 16 rows are tens of ms a step, against a few ms of device time — so rows of
   // large vocabularies go to a pool.
   if (rows >= 2 && int64_t(vocab) * rows >= (int64_t(1) << 18)) {

@@ -89,6 +89,13 @@ class Scheduler {
   // Logits (row r for the r-th chunk with needs_logits) of the step just run: samples,
   // appends, finishes and frees.
   void complete(const std::vector<ScheduledChunk>& chunks, const float* logits, int vocab, Clock::time_point now);
+  // The rows' parameters and draws (one per chunk with needs_logits, in order), taken from each
+  // sequence's generator now: for a backend that samples on its device (then complete_tokens),
+  // or the host (the overload below). Call once per step.
+  std::vector<RowDraw> draws(const std::vector<ScheduledChunk>& chunks);
+  // complete() with the draws already taken.
+  void complete(const std::vector<ScheduledChunk>& chunks, const float* logits, int vocab,
+                const std::vector<RowDraw>& draws, Clock::time_point now);
   // The same with the next tokens already chosen (row r's token for the r-th chunk with
   // needs_logits), e.g. greedy tokens computed on the device.
   void complete_tokens(const std::vector<ScheduledChunk>& chunks, const int32_t* tokens, Clock::time_point now);

@@ -215,6 +215,7 @@ json bench(const BenchArgs& a) {
                               {"deterministic", a.dev.deterministic},
                               {"whole_tiles", a.dev.whole_tiles},
                               {"device_argmax", a.dev.device_argmax},
+                              {"device_sample", a.dev.device_sample},
                               {"prefill_attention", a.dev.prefill_attention},
                               {"decode_ims", a.dev.decode_ims}};
   rep["load_s"] = load_s;

@@ -76,7 +76,9 @@ class CudaBackend final : public runtime::Backend {
   runtime::KvSizes allocated_kv(const runtime::KvSizes&) const override { return kv_sizes_; }
   void execute(const BatchDesc& batch, int first_step, int last_step) override;
   int read_value(int value, std::vector<float>* out) const override;
-  int argmax_rows(int value, std::vector<int32_t>* out) const override;
+  int argmax_rows(int value, std::vector<int32_t>* out) const override;     // tokens.cpp
+  int sample_rows(int value, std::span<const runtime::RowDraw> draws,
+                  std::vector<int32_t>* out) const override;                // tokens.cpp
   void write_value(int value, std::span<const float> data) override;
   void set_linear_observer(LinearObserver o) override {
     observer_ = std::move(o);
@@ -175,7 +177,13 @@ class CudaBackend final : public runtime::Backend {
   void* meta_dev_ = nullptr;
   unsigned char* meta_host_ = nullptr;  // pinned
   bf16* lm_tmp_ = nullptr;              // LmHead: normed rows [cap_R][H]
-  int32_t* tokens_dev_ = nullptr;       // argmax_rows: [cap_R] (in lm_tmp_'s allocation)
+  int32_t* tokens_dev_ = nullptr;       // argmax_rows / sample_rows: [cap_R] (in lm_tmp_'s allocation)
+  cuda::SampleRow* sample_rows_dev_ = nullptr;  // sample_rows: [cap_R] (the same allocation)
+  // Token ids computed on the device for the logits `value` by launch(logits, rows, cols, tokens_dev_),
+  // copied back; -1 where the value is not fp32 logit rows or exceeds the capacity (tokens.cpp).
+  int tokens_on_device(int value, const char* what,
+                       const std::function<cudaError_t(const float*, int, int)>& launch,
+                       std::vector<int32_t>* out) const;
   void* gemm_ws_ = nullptr;
   size_t gemm_ws_bytes_ = 0;
   void* attn_ws_ = nullptr;

@@ -297,11 +297,14 @@ void CudaBackend::grow_buffers(int cap_T, int cap_S, int cap_R) {
       arena_bytes_ += align256(vbytes[i]);
     }
   }
-  // The LM head's normed rows, then argmax_rows' tokens [cap_R].
-  const size_t lm_bytes = align256(size_t(cap_R) * H_ * 2);
-  lm_tmp_ = static_cast<bf16*>(dmalloc(lm_bytes + align256(size_t(cap_R) * 4), "LM head rows, greedy tokens"));
+  // The LM head's normed rows, then argmax_rows' / sample_rows' tokens [cap_R], then sample_rows'
+  // parameters [cap_R].
+  const size_t lm_bytes = align256(size_t(cap_R) * H_ * 2), tok_bytes = align256(size_t(cap_R) * 4),
+               row_bytes = align256(size_t(cap_R) * sizeof(cuda::SampleRow));
+  lm_tmp_ = static_cast<bf16*>(dmalloc(lm_bytes + tok_bytes + row_bytes, "LM head rows, device tokens"));
   tokens_dev_ = reinterpret_cast<int32_t*>(reinterpret_cast<unsigned char*>(lm_tmp_) + lm_bytes);
-  arena_bytes_ += lm_bytes + align256(size_t(cap_R) * 4);
+  sample_rows_dev_ = reinterpret_cast<cuda::SampleRow*>(reinterpret_cast<unsigned char*>(lm_tmp_) + lm_bytes + tok_bytes);
+  arena_bytes_ += lm_bytes + tok_bytes + row_bytes;
   if (sib_widest_ > 0) {
     sib_out_ = static_cast<bf16*>(dmalloc(size_t(cap_T) * sib_widest_ * 2, "sibling Linear outputs"));
     arena_bytes_ += align256(size_t(cap_T) * sib_widest_ * 2);
@@ -577,27 +580,6 @@ int CudaBackend::read_value(int value, std::vector<float>* out) const {
   return rows;
 }
 
-// Greedy tokens on the device (cuda::argmax_rows, lowest index on ties as runtime::argmax): a
-// decode step then copies R token ids instead of R × 262144 fp32 logits and the host does not
-// scan them. Measured on the H200 (BENCHMARKS.md "CUDA runtime — 2026-12-04, sixth session").
-int CudaBackend::argmax_rows(int value, std::vector<int32_t>* out) const {
-  const auto& v = values_.at(value);
-  if (!opts_.device_argmax || v.type != VType::F32 || v.rows != fb::RowSpace::LogitRows || !tokens_dev_) return -1;
-  const int rows = shape_.real_R;
-  if (rows > cap_R_) return -1;
-  if (rows > 0) {
-    check(cuda::argmax_rows(static_cast<const float*>(v.ptr), rows, v.cols, v.cols, tokens_dev_, device_->stream()),
-          "argmax_rows");
-    const size_t bytes = size_t(rows) * 4;
-    check(cudaMemcpyAsync(read_staging(bytes), tokens_dev_, bytes, cudaMemcpyDeviceToHost, device_->stream()),
-          "argmax_rows copy");
-  }
-  check(cudaStreamSynchronize(device_->stream()), "synchronize in argmax_rows");
-  const_cast<CudaBackend*>(this)->flush_trace();
-  const int32_t* p = static_cast<const int32_t*>(read_host_);
-  out->assign(p, p + rows);
-  return rows;
-}
 
 void CudaBackend::write_value(int value, std::span<const float> data) {
   auto& v = values_.at(value);

@@ -31,6 +31,7 @@ struct DeviceFlags {
   bool deterministic = false;     // --deterministic sets CudaOptions::deterministic (cuda only)
   bool whole_tiles = true;        // --no-whole-tiles clears CudaOptions::decode_whole_tiles (cuda only)
   bool device_argmax = true;      // --no-device-argmax clears CudaOptions::device_argmax (cuda only)
+  bool device_sample = false;     // --device-sample sets CudaOptions::device_sample (cuda only)
   int prefill_attention = -1;     // --prefill-attention sets CudaOptions::prefill_attention (cuda only)
   bool decode_ims = false;        // --decode-ims sets CudaOptions::decode_ims (cuda only)
   // Set by commands, not flags (cuda only): CudaOptions::stream_last_layers / share_values.
@@ -53,6 +54,7 @@ inline std::unique_ptr<Backend> backend_for_flags(const DeviceFlags& f, const st
     if (!f.trace.empty()) throw Error("--trace is implemented for --device cuda only");
     if (f.prefill_attention != -1) throw Error("--prefill-attention needs --device cuda");
     if (f.decode_ims) throw Error("--decode-ims needs --device cuda");
+    if (f.device_sample) throw Error("--device-sample needs --device cuda");
     return nullptr;
   }
   if (f.device != "cuda") throw Error("--device: expected cpu or cuda, got '" + f.device + "'");
@@ -69,6 +71,7 @@ inline std::unique_ptr<Backend> backend_for_flags(const DeviceFlags& f, const st
   co.deterministic = f.deterministic;
   co.decode_whole_tiles = f.whole_tiles;
   co.device_argmax = f.device_argmax;
+  co.device_sample = f.device_sample;
   co.prefill_attention = f.prefill_attention;
   co.decode_ims = f.decode_ims;
   return make_cuda_backend(co);

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -21,8 +22,10 @@
 #include "runtime/engine.h"
 #include "runtime/plan/reference_builder.h"
 #include "runtime/sampler.h"
+#include "tests/gpu_runtime/support.h"
 
 using namespace g4c;
+using namespace g4c::gpurt;
 namespace fs = std::filesystem;
 
 namespace {
@@ -35,14 +38,6 @@ namespace {
 constexpr double kTop1 = 0.99;          // issue 7: top-1 agreement with p*.logits_bf16 ≥ 99%
 constexpr double kMeanAbsDelta = 0.06;  // 3 × HF bf16-vs-fp32 mean |Δlogit|
 
-#define REQUIRE_GPU() \
-  if (!runtime::cuda_device_available()) GTEST_SKIP() << "no CUDA device"
-
-fs::path source_dir() {
-  const char* s = std::getenv("G4C_SOURCE_DIR");
-  return s ? fs::path(s) : fs::path(".");
-}
-fs::path tiny_dir() { return source_dir() / "models" / "gemma4-tiny"; }
 fs::path golden_dir() {
   const char* s = std::getenv("G4C_SHARED_DIR");
   if (!s) return {};
@@ -55,11 +50,6 @@ fs::path temp_dir(const std::string& tag) {
   return d;
 }
 
-std::unique_ptr<runtime::Engine> open_cuda(const fs::path& model, runtime::CudaOptions co = {},
-                                           runtime::EngineOptions eo = {.max_sequences = 8}) {
-  co.model_dir = model;
-  return runtime::Engine::open(model, std::nullopt, eo, runtime::make_cuda_backend(co));
-}
 
 struct Compare {
   int rows = 0, agree = 0;
@@ -611,34 +601,3 @@ TEST(CudaBackend, SiblingFusionMatchesSeparateGemms) {
 // Engine::generate when every row samples greedily): per logits row the token runtime::argmax
 // picks from the row read back (lowest index on ties), for a prefill step of five prompts of
 // different lengths (one logits row each) and the decode step after it.
-TEST(CudaBackend, DeviceArgmaxEqualsHostArgmax) {
-  REQUIRE_GPU();
-  auto e = open_cuda(tiny_dir());
-  const int V = e->vocab_size();
-  const std::vector<std::vector<int32_t>> prompts = {
-      {2, 818, 2050, 6510}, {2, 7750, 327}, {2, 1405, 903, 691, 818, 2050}, {2, 5}, {2, 9, 10, 11, 12}};
-  std::vector<runtime::Engine::SequenceKv> kvs;
-  for (const auto& p : prompts) {
-    kvs.push_back(e->open_sequence());
-    e->grow_sequence(kvs.back(), int(p.size()) + 1);
-  }
-  std::vector<int32_t> next(prompts.size());
-  for (int step = 0; step < 2; ++step) {
-    runtime::BatchDesc b;
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      if (step == 0)
-        b.add_sequence(prompts[i].data(), int(prompts[i].size()), 0, kvs[i].ring_slot, &kvs[i].blocks, false, true);
-      else
-        b.add_sequence(&next[i], 1, int(prompts[i].size()), kvs[i].ring_slot, &kvs[i].blocks, false, true);
-    }
-    e->forward(b);
-    std::vector<int32_t> dev;
-    ASSERT_EQ(e->backend().argmax_rows(e->plan()->logits_value(), &dev), int(prompts.size()));
-    const std::vector<float> logits = e->last_logits();
-    ASSERT_EQ(logits.size(), prompts.size() * size_t(V));
-    for (size_t i = 0; i < prompts.size(); ++i)
-      EXPECT_EQ(dev[i], runtime::argmax(logits.data() + i * size_t(V), V)) << "step " << step << " row " << i;
-    next = dev;
-  }
-  for (auto& kv : kvs) e->close_sequence(kv);
-}

@@ -22,6 +22,9 @@ TEST(DeviceFlags, CpuIsTheDefaultAndTakesNoCudaOptions) {
   f.prefill_attention = -1;
   f.decode_ims = true;  // likewise
   EXPECT_THROW(runtime::backend_for_flags(f, "unused"), Error);
+  f.decode_ims = false;
+  f.device_sample = true;  // the CPU samples on the host anyway
+  EXPECT_THROW(runtime::backend_for_flags(f, "unused"), Error);
 }
 
 TEST(DeviceFlags, UnknownDeviceIsAnError) {
