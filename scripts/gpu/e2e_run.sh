@@ -40,6 +40,25 @@ for emu in "" "--emulate 1g.10gb"; do
 done
 done
 done
+# SAMPLED=1: the same requests sampled (temperature 0.8, top_p 0.95, a seed each), host sampling
+# against --device-sample (cuda::sample_rows), whole GPU and the emulated slice.
+if [ -n "${SAMPLED:-}" ]; then
+  python3 -c "
+import json
+with open('$C/perf_public_ids.jsonl') as f, open('$O/sampled.jsonl', 'w') as o:
+    for i, l in enumerate(f):
+        r = json.loads(l); r['sampling_params'] = {'temperature': 0.8, 'top_p': 0.95, 'seed': 1000 + i}
+        o.write(json.dumps(r) + '\\n')"
+  for fl in "" "--device-sample"; do
+  for emu in "" "--emulate 1g.10gb"; do
+    tag=sampled${emu:+-emu}${fl// /}; rep=3; [ -n "$emu" ] && rep=${EMU_REP:-1}
+    t "bench $tag"
+    timeout 120 $G bench --model $W/12b-int4 --input $O/sampled.jsonl --device cuda --budget 9984MiB --ignore-eos \
+      --batch-size 16 --repeat $rep $emu $fl --report $O/$tag.json > $O/$tag.log 2>&1; echo "rc=$?"
+    python3 -c "import json; r=json.load(open('$O/$tag.json')); print('$tag', r['elapsed_s'], 'tpot p50', r['tpot_s']['p50'], 'decode', r['phases']['decode']['elapsed_s'], [x.get('tokens_fnv1a') for x in r['runs']], r['options'].get('cuda'))"
+  done
+  done
+fi
 t "g4c run (compiled plan)"
 timeout 90 $G run --model $W/12b-int4 --input $C/perf_public_ids.jsonl --device cuda --budget 9984MiB --ignore-eos \
   --output $O/run_out.jsonl --summary $O/run_summary.json > $O/run.log 2>&1; echo "rc=$?"
