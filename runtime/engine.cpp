@@ -165,8 +165,8 @@ std::vector<GenerationResult> Engine::generate(std::vector<GenerationRequest> re
     }
   };
   collect();
-  // The logits rows of sampled steps, reused: a fresh vector of R × 262k floats each step costs
-  // its page faults again (≈ 1 ms at 6 rows).
+  // The logits rows of sampled steps where the backend has no view of them, reused: a fresh
+  // vector of R × 262k floats each step costs its page faults again (≈ 1 ms at 6 rows).
   std::vector<float> logits;
   while (!sched.done()) {
     auto chunks = sched.schedule();
@@ -187,10 +187,10 @@ std::vector<GenerationResult> Engine::generate(std::vector<GenerationRequest> re
     } else if (const auto d = sched.draws(chunks); backend_->sample_rows(plan_->logits_value(), d, &tokens) >= 0) {
       sched.complete_tokens(chunks, tokens.data(), Scheduler::Clock::now());
     } else {
-      // (In place where the backend keeps values on the host; a copy otherwise.)
-      const std::span<const float> host = backend_->host_value(plan_->logits_value());
-      if (host.empty()) backend_->read_value(plan_->logits_value(), &logits);
-      sched.complete(chunks, host.empty() ? logits.data() : host.data(), cfg_.vocab_size, d, Scheduler::Clock::now());
+      // (In place on the host backend; the CUDA backend's pinned staging copy; else a copy.)
+      const std::span<const float> view = backend_->read_value_view(plan_->logits_value());
+      if (view.empty()) backend_->read_value(plan_->logits_value(), &logits);
+      sched.complete(chunks, view.empty() ? logits.data() : view.data(), cfg_.vocab_size, d, Scheduler::Clock::now());
     }
     collect();
   }

@@ -76,6 +76,7 @@ class CudaBackend final : public runtime::Backend {
   runtime::KvSizes allocated_kv(const runtime::KvSizes&) const override { return kv_sizes_; }
   void execute(const BatchDesc& batch, int first_step, int last_step) override;
   int read_value(int value, std::vector<float>* out) const override;
+  std::span<const float> read_value_view(int value) const override;
   int argmax_rows(int value, std::vector<int32_t>* out) const override;     // tokens.cpp
   int sample_rows(int value, std::span<const runtime::RowDraw> draws,
                   std::vector<int32_t>* out) const override;                // tokens.cpp
@@ -189,6 +190,7 @@ class CudaBackend final : public runtime::Backend {
   void* attn_ws_ = nullptr;
   size_t attn_ws_bytes_ = 0;
   void* read_staging(size_t bytes) const;  // read_host_, grown to at least `bytes`
+  int stage_value(int value) const;        // the value's current rows into read_host_; returns rows
   mutable void* read_host_ = nullptr;  // pinned staging for read_value / argmax_rows
   mutable size_t read_host_bytes_ = 0;
   int H_ = 0;

@@ -555,15 +555,32 @@ void* CudaBackend::read_staging(size_t bytes) const {
   return read_host_;
 }
 
-int CudaBackend::read_value(int value, std::vector<float>* out) const {
+// The value's rows of the current batch copied into read_host_; returns the row count.
+int CudaBackend::stage_value(int value) const {
   const auto& v = values_.at(value);
   check(cudaStreamSynchronize(device_->stream()), "synchronize before read_value");
   const_cast<CudaBackend*>(this)->flush_trace();
   const int rows = v.rows == fb::RowSpace::LogitRows ? shape_.real_R
                    : v.rows == fb::RowSpace::Sequences ? shape_.real_S
                                                        : shape_.real_T;
-  const size_t n = size_t(rows) * v.cols, bytes = n * v.elem();
+  const size_t bytes = size_t(rows) * v.cols * v.elem();
   if (bytes) check(cudaMemcpy(read_staging(bytes), v.ptr, bytes, cudaMemcpyDeviceToHost), "read_value copy");
+  return rows;
+}
+
+// fp32 values (the logits of sampled steps): the staging copy itself, no second copy.
+std::span<const float> CudaBackend::read_value_view(int value) const {
+  const auto& v = values_.at(value);
+  if (v.type != VType::F32) return {};
+  const int rows = stage_value(value);
+  if (rows == 0) return {};
+  return {static_cast<const float*>(read_host_), size_t(rows) * v.cols};
+}
+
+int CudaBackend::read_value(int value, std::vector<float>* out) const {
+  const auto& v = values_.at(value);
+  const int rows = stage_value(value);
+  const size_t n = size_t(rows) * v.cols, bytes = n * v.elem();
   out->resize(n);
   if (v.type == VType::F32) {
     std::memcpy(out->data(), read_host_, bytes);
