@@ -42,11 +42,11 @@ int CudaBackend::sample_rows(int value, std::span<const runtime::RowDraw> draws,
   for (const auto& d : draws) rows.push_back({d.params.temperature, d.params.top_k, d.params.top_p, 0, d.u});
   return tokens_on_device(
       value, "sample_rows",
-      [&](const float* l, int n, int cols) {
+      [&](const float* l, int m, int cols) {
         // (Pageable source: the copy is staged before it returns, and ordered before the kernel.)
         const cudaError_t e = cudaMemcpyAsync(sample_rows_dev_, rows.data(), rows.size() * sizeof(cuda::SampleRow),
                                               cudaMemcpyHostToDevice, device_->stream());
-        return e != cudaSuccess ? e : cuda::sample_rows(l, n, cols, cols, sample_rows_dev_, tokens_dev_, device_->stream());
+        return e != cudaSuccess ? e : cuda::sample_rows(l, m, cols, cols, sample_rows_dev_, tokens_dev_, device_->stream());
       },
       out);
 }
