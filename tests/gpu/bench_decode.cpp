@@ -37,6 +37,9 @@ const Shape kShapes[] = {
     {"o 4096->3840", 3840, 4096, false},      {"gate+up 3840->2x15360", 15360, 3840, true},
     {"down 15360->3840", 3840, 15360, false}, {"full q 3840->8192", 8192, 3840, false},
     {"full o 8192->3840", 3840, 8192, false},
+    // The full layers' q and k as the runtime runs them (sibling fusion; the sliding layers' q|k|v
+    // is the 3840->8192 shape of "full q").
+    {"full q+k 3840->8704", 8704, 3840, false},
 };
 
 }  // namespace
