@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "models/error.h"
-#include "runtime/cpu/thread_pool.h"
+#include "runtime/thread_pool.h"
 
 namespace g4c::runtime {
 
@@ -195,7 +195,7 @@ void Scheduler::complete(const std::vector<ScheduledChunk>& chunks, const float*
   // 2026-12-05): 16 rows are tens of ms a step, against a few ms of device time — so rows of
   // large vocabularies go to a pool.
   if (rows >= 2 && int64_t(vocab) * rows >= (int64_t(1) << 18)) {
-    if (!sample_pool_) sample_pool_ = std::make_unique<cpu::ThreadPool>(0);
+    if (!sample_pool_) sample_pool_ = std::make_unique<ThreadPool>(0);
     sample_pool_->parallel_for(rows, 1, run);
   } else {
     run(0, rows);

@@ -25,9 +25,7 @@
 #include "runtime/sampler.h"
 
 namespace g4c::runtime {
-namespace cpu {
 class ThreadPool;
-}
 
 struct GenerationRequest {
   std::string id;                      // request_id as written to outputs
@@ -120,7 +118,7 @@ class Scheduler {
   std::vector<Sequence*> running_;  // admission order
   std::vector<GenerationResult> finished_;
   int preemptions_ = 0;
-  std::unique_ptr<cpu::ThreadPool> sample_pool_;  // complete(): rows of large vocabularies in parallel
+  std::unique_ptr<ThreadPool> sample_pool_;  // complete(): rows of large vocabularies in parallel
 };
 
 }  // namespace g4c::runtime

@@ -11,7 +11,7 @@
 
 #include "models/error.h"
 #include "runtime/cpu/gemm.h"
-#include "runtime/cpu/thread_pool.h"
+#include "runtime/thread_pool.h"
 #include "runtime/engine.h"
 
 namespace g4c::tools {
@@ -55,7 +55,7 @@ double EngineScorer::score_sequence(std::span<const int32_t> ids, int chunk) {
 // ---- Hessian Gram update on the CPU backend's GEMM ----
 
 quant::GramUpdate cpu_gram_update(int threads) {
-  auto pool = std::make_shared<runtime::cpu::ThreadPool>(std::max(1, threads));
+  auto pool = std::make_shared<runtime::ThreadPool>(std::max(1, threads));
   return [pool](const float* X, int64_t rows, int64_t n, int64_t ld, float* C) {
     // Square tiles on and above the diagonal of C (XᵀX is symmetric: the blocks below are
     // never computed); each tile sums over all rows, so the result is thread-count free.

@@ -6,7 +6,7 @@
 #include <functional>
 
 #include "runtime/batch.h"
-#include "runtime/cpu/thread_pool.h"
+#include "runtime/thread_pool.h"
 
 namespace g4c::runtime::cpu {
 

@@ -269,7 +269,7 @@ class CpuBackend final : public Backend {
     }
   }
 
-  cpu::ThreadPool pool_;
+  ThreadPool pool_;
   const plan::Plan* plan_ = nullptr;
   const WeightStore* weights_ = nullptr;
   const BatchDesc* batch_ = nullptr;

@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "runtime/cpu/gemm.h"  // gelu_tanh, gelu_tanh_mul
-#include "runtime/cpu/thread_pool.h"
+#include "runtime/thread_pool.h"
 #include "runtime/plan/plan.h"
 
 namespace g4c::runtime::cpu {

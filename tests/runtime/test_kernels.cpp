@@ -56,7 +56,7 @@ std::vector<double> linear64(const std::vector<float>& x, const std::vector<floa
 }  // namespace
 
 TEST(CpuKernels, LinearAllEpiloguesMatchFloat64) {
-  cpu::ThreadPool pool(2);
+  ThreadPool pool(2);
   for (int rows : {1, 3, 4, 7}) {
     const int K = 37, N = 13;
     auto x = random(size_t(rows) * K, 1), w0 = random(size_t(N) * K, 2), w1 = random(size_t(N) * K, 3);
@@ -119,7 +119,7 @@ TEST(CpuKernels, RopeRotatesOnlyTheFirstPairs) {
 // these tiles: tests/quant/test_quant_executor.cpp.
 
 TEST(CpuKernels, LinearLargeRaggedShapesMatchFloat64) {
-  cpu::ThreadPool pool(2);
+  ThreadPool pool(2);
   const int64_t limit = cpu::linear_pack_all_limit;
   // limit 0: every task packs its own column tile (the path of a 262k-vocabulary LM head).
   for (int64_t pack_limit : {limit, int64_t(0)})
@@ -187,7 +187,7 @@ TEST(CpuKernels, AttentionMatchesFloat64AcrossBlocksWindowsAndCachedKeys) {
   auto K = random(size_t(2) * max_pos * Hkv * D, 17), V = random(size_t(2) * max_pos * Hkv * D, 18);
   auto q = random(size_t(T) * Hq * D, 19);
   cpu::KvRows kv{K.data(), V.data(), [&](int seq, int pos) { return size_t(seq * max_pos + pos) * Hkv * D; }};
-  cpu::ThreadPool pool(2);
+  ThreadPool pool(2);
   for (int window : {0, 16}) {
     const float scale = 0.125f;
     std::vector<float> o(size_t(T) * Hq * D);

@@ -1,4 +1,5 @@
-// A small persistent thread pool for the CPU backend: parallel_for over an index range.
+// A small persistent thread pool (the CPU backend's kernels, the scheduler's sampled rows, the
+// quantization executor): parallel_for over an index range.
 // The calling thread takes part; calls must not nest.
 #pragma once
 
@@ -10,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-namespace g4c::runtime::cpu {
+namespace g4c::runtime {
 
 class ThreadPool {
  public:
@@ -35,4 +36,4 @@ class ThreadPool {
   int busy_ = 0;  // workers that finished the current generation
 };
 
-}  // namespace g4c::runtime::cpu
+}  // namespace g4c::runtime

@@ -1,8 +1,8 @@
-#include "runtime/cpu/thread_pool.h"
+#include "runtime/thread_pool.h"
 
 #include <algorithm>
 
-namespace g4c::runtime::cpu {
+namespace g4c::runtime {
 
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
@@ -69,4 +69,4 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   done_.wait(lock, [&] { return busy_ == int(workers_.size()); });
 }
 
-}  // namespace g4c::runtime::cpu
+}  // namespace g4c::runtime
