@@ -217,7 +217,8 @@ json bench(const BenchArgs& a) {
                               {"device_argmax", a.dev.device_argmax},
                               {"device_sample", a.dev.device_sample},
                               {"prefill_attention", a.dev.prefill_attention},
-                              {"decode_ims", a.dev.decode_ims}};
+                              {"decode_ims", a.dev.decode_ims},
+                              {"lm_head_rd", a.dev.lm_head_rd}};
   rep["load_s"] = load_s;
   rep["requests"] = full[0].summary["requests"];
   std::vector<double> el, pel, ttft, tpot;

@@ -30,6 +30,9 @@ inline void add_cuda_switches(CLI::App* cmd, runtime::DeviceFlags& dev) {
                   "(9-13 warp-specialized; 11, 13 stream-K; 12, 13 = 9, 11 with a producer that never waits "
                   "for its copies; BENCHMARKS.md, Attention)")
       ->check(CLI::Range(-1, 13));
+  cmd->add_flag("--lm-head-rd", dev.lm_head_rd,
+                "cuda: the decode LM head by the register-direct BF16 kernel (weights straight into mma "
+                "fragments, no shared memory) instead of the tile kernel (off by default: not yet run on a GPU)");
   cmd->add_flag("--decode-ims", dev.decode_ims,
                 "cuda: decode GEMMs shift the INT4 nibbles with integer multiplies (FMA pipe) instead of shifts "
                 "(ALU pipe): lean variants 18/19 for 14/17 (off by default; BENCHMARKS.md, W4A16 decode GEMM)");

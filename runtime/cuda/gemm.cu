@@ -613,7 +613,11 @@ cudaError_t bf16_gemm(const bf16* x, int m, int ldx, const Bf16Weight& w, Epilog
                       const GemmOut& out, cudaStream_t stream) {
   EpiArgs e{int(ep), out, w.n, m};
   if (m <= 0) return cudaSuccess;
-  if (m <= 16) return launch_tile<false, 4, 1, 2, 2, 4>(x, ldx, Int4Weight{}, w, e, stream);
+  if (m <= 16) {
+    cudaError_t err = cudaSuccess;
+    if (ep == Epilogue::SoftcapF32 && bf16_gemv_rd(x, m, ldx, w, out, &err, stream)) return err;
+    return launch_tile<false, 4, 1, 2, 2, 4>(x, ldx, Int4Weight{}, w, e, stream);
+  }
   if (m >= 64 && g_tc_path >= 4 && g_tc_path <= 7) {
     const int sms = stream_sms(stream);
     return launch_ws_bf16(x, ldx, w, e, ws_tile(m, w.n, sms), ws_blocks(sms), stream);

@@ -152,6 +152,12 @@ void gemm_set_decode_deterministic(bool on);
 // tiles everywhere. Like the mode above, set before sizing workspaces.
 void gemm_set_decode_whole_tiles(int mode);
 
+// bf16_gemm's m ≤ 16 SoftcapF32 launches (the LM head of a decode step) by the register-direct
+// kernel of gemv_bf16.cu instead of the shared-memory tile kernel, where the shapes allow (k % 32
+// == 0, ldw == k, 16-byte-aligned x and weights) — on or off, process-wide, not thread-safe. Off by
+// default: written 2026-12-05 and run only under the CPU emulation so far.
+void gemm_set_bf16_decode_rd(bool on);
+
 // Same contract with BF16 weights (BF16 path, LM head). m ≤ 16: mma.sync kernel with 16-token
 // tiles (weight streaming); m ≥ 64: wgmma (256-token tiles when m ≥ 256 and k ≥ 8192 or
 // n ≥ 16384, else 128); otherwise the mma.sync 128×128 kernel.

@@ -176,5 +176,9 @@ cudaError_t launch_rs_int4(const bf16* x, int ldx, const Int4Weight& w, const Ep
 int rs_split_clusters(int bt, int ksplit);
 cudaError_t launch_ws_bf16(const bf16* x, int ldx, const Bf16Weight& w, const EpiArgs& e, int bt,
                            int max_blocks, cudaStream_t stream);
+// bf16_gemm's m ≤ 16 fp32-output launch by the register-direct kernel (gemv_bf16.cu) when
+// gemm_set_bf16_decode_rd is on and the shapes allow; false: not taken. *err: the launch's status.
+bool bf16_gemv_rd(const bf16* x, int m, int ldx, const Bf16Weight& w, const GemmOut& out, cudaError_t* err,
+                  cudaStream_t stream);
 
 }  // namespace g4c::cuda::detail

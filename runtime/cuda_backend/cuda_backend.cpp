@@ -136,6 +136,7 @@ void CudaBackend::prepare(const plan::Plan& plan, const runtime::WeightStore& we
   cuda::gemm_set_decode_whole_tiles(opts_.decode_whole_tiles ? -1 : 0);
   cuda::attention_set_prefill_kernel(opts_.prefill_attention);
   cuda::gemm_set_decode_ims(opts_.decode_ims);
+  cuda::gemm_set_bf16_decode_rd(opts_.lm_head_rd);
   load_weights();
   // Decode GEMMs may start before the kernel before them ends (they read only weights until
   // griddepcontrol.wait) — not while a streamed weight can still be landing in a slot.

@@ -66,6 +66,10 @@ struct CudaOptions {
   // Decode GEMMs with the nibble shifts on the FMA pipe (cuda::gemm_set_decode_ims: lean variants
   // 18 / 19 in place of 14 / 17). Process-wide like `deterministic`; for A/Bs end to end.
   bool decode_ims = false;
+  // The decode LM head (m ≤ 16 BF16 GEMM, fp32 logits) by the register-direct kernel
+  // (cuda::gemm_set_bf16_decode_rd, gemv_bf16.cu) instead of the shared-memory tile kernel.
+  // Process-wide like `deterministic`; for A/Bs end to end (not yet run on a GPU, 2026-12-05).
+  bool lm_head_rd = false;
   // Activation values in one arena placed by lifetime: -1 when that is >= 4x smaller than one
   // buffer per value (compiled plans), 0 never, 1 always (tests compare the two bitwise).
   int share_values = -1;

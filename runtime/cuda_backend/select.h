@@ -34,6 +34,7 @@ struct DeviceFlags {
   bool device_sample = false;     // --device-sample sets CudaOptions::device_sample (cuda only)
   int prefill_attention = -1;     // --prefill-attention sets CudaOptions::prefill_attention (cuda only)
   bool decode_ims = false;        // --decode-ims sets CudaOptions::decode_ims (cuda only)
+  bool lm_head_rd = false;        // --lm-head-rd sets CudaOptions::lm_head_rd (cuda only)
   // Set by commands, not flags (cuda only): CudaOptions::stream_last_layers / share_values.
   int stream_last_layers = 0;
   int share_values = -1;
@@ -54,6 +55,7 @@ inline std::unique_ptr<Backend> backend_for_flags(const DeviceFlags& f, const st
     if (!f.trace.empty()) throw Error("--trace is implemented for --device cuda only");
     if (f.prefill_attention != -1) throw Error("--prefill-attention needs --device cuda");
     if (f.decode_ims) throw Error("--decode-ims needs --device cuda");
+    if (f.lm_head_rd) throw Error("--lm-head-rd needs --device cuda");
     if (f.device_sample) throw Error("--device-sample needs --device cuda");
     return nullptr;
   }
@@ -74,6 +76,7 @@ inline std::unique_ptr<Backend> backend_for_flags(const DeviceFlags& f, const st
   co.device_sample = f.device_sample;
   co.prefill_attention = f.prefill_attention;
   co.decode_ims = f.decode_ims;
+  co.lm_head_rd = f.lm_head_rd;
   return make_cuda_backend(co);
 #else
   (void)model_dir;

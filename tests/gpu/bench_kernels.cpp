@@ -309,17 +309,22 @@ void bench_lm_head() {
   CK(dmalloc(&logits, size_t(16) * V * 4));
   fill_random(e, size_t(V) * H * 2, 7, true);
   fill_random(x, size_t(16) * H * 2, 8, true);
-  for (int m : {1, 8}) {
-    GemmOut o;
-    o.y = logits;
-    o.ldy = V;
-    o.softcap = 30.f;
-    Bf16Weight w{e, V, H, H, false};
-    double ms = time_graph([&](int) { CK(bf16_gemm(x, m, H, w, Epilogue::SoftcapF32, o, g_stream)); }, 5);
-    const double bytes = double(V) * H * 2 + double(m) * V * 4;
-    std::printf("M=%d: %.1f us, %.0f GB/s (%.1f%% copy)\n", m, ms * 1e3, bytes / (ms * 1e-3) / 1e9,
-                100 * bytes / (ms * 1e-3) / 1e9 / g_copy_gbs);
-  }
+  // tile: the shared-memory tile kernel (the default); rd: the register-direct kernel
+  // (gemm_set_bf16_decode_rd, opt-in since 2026-12-05).
+  for (int rd = 0; rd < 2; ++rd)
+    for (int m : {1, 4, 8, 16}) {
+      gemm_set_bf16_decode_rd(rd == 1);
+      GemmOut o;
+      o.y = logits;
+      o.ldy = V;
+      o.softcap = 30.f;
+      Bf16Weight w{e, V, H, H, false};
+      double ms = time_graph([&](int) { CK(bf16_gemm(x, m, H, w, Epilogue::SoftcapF32, o, g_stream)); }, 5);
+      const double bytes = double(V) * H * 2 + double(m) * V * 4;
+      std::printf("%s M=%d: %.1f us, %.0f GB/s (%.1f%% copy)\n", rd ? "rd  " : "tile", m, ms * 1e3,
+                  bytes / (ms * 1e-3) / 1e9, 100 * bytes / (ms * 1e-3) / 1e9 / g_copy_gbs);
+    }
+  gemm_set_bf16_decode_rd(false);
   cudaFree(e); cudaFree(x); cudaFree(logits);
 }
 

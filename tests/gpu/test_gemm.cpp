@@ -397,6 +397,24 @@ TEST(GpuBf16Gemm, ShapesAndEpiloguesMmaSync) {
   TcPath p(1);
   bf16_cases();
 }
+// The register-direct m ≤ 16 kernel for fp32 outputs (gemv_bf16.cu, gemm_set_bf16_decode_rd; the
+// decode LM head): row tails (777, 333), one and two token tiles, k from 96 to 3840 (3840: the
+// LM head's, 120 chunks); k = 264 is not a multiple of 32 and takes the tile kernel. Bound as for
+// the other fp32-output cases.
+TEST(GpuBf16Gemm, RegisterDirectLmHead) {
+  G4C_REQUIRE_GPU();
+  struct Rd {
+    Rd() { cuda::gemm_set_bf16_decode_rd(true); }
+    ~Rd() { cuda::gemm_set_bf16_decode_rd(false); }
+  } rd;
+  run_bf16({1, 777, 288, Epilogue::SoftcapF32}, 1e-4);
+  run_bf16({3, 1000, 3840, Epilogue::SoftcapF32}, 1e-4);
+  run_bf16({8, 4096, 256, Epilogue::SoftcapF32}, 1e-4);
+  run_bf16({9, 333, 512, Epilogue::SoftcapF32}, 1e-4);
+  run_bf16({16, 2048, 96, Epilogue::SoftcapF32}, 1e-4);
+  run_bf16({5, 300, 264, Epilogue::SoftcapF32}, 1e-4);
+}
+
 void bf16_cases() {
   // bf16 products are exact in fp32; only fp32 accumulation (~k·2^-24) and the final bf16
   // rounding (RMS ≈ 1.1e-3) remain: 4e-3 for bf16 outputs.

@@ -25,6 +25,9 @@ TEST(DeviceFlags, CpuIsTheDefaultAndTakesNoCudaOptions) {
   f.decode_ims = false;
   f.device_sample = true;  // the CPU samples on the host anyway
   EXPECT_THROW(runtime::backend_for_flags(f, "unused"), Error);
+  f.device_sample = false;
+  f.lm_head_rd = true;  // a CUDA kernel choice
+  EXPECT_THROW(runtime::backend_for_flags(f, "unused"), Error);
 }
 
 TEST(DeviceFlags, UnknownDeviceIsAnError) {
