@@ -4,7 +4,8 @@
 #   bash scripts/gpu/runbook.sh 1   carry .devpack-a: kernel tests (each new prefill variant in a
 #                                   process of its own) + memcheck                      (≈ 400 s)
 #   bash scripts/gpu/runbook.sh 2   carry .devpack-a: timings (prefill attention 5 vs 9–13 whole
-#                                   GPU and 16 SMs, decode 14/17 vs 18/19, LM head, small ops)
+#                                   GPU and 16 SMs, decode 14/17 vs 18/19, LM head tile vs
+#                                   register-direct, small ops)
 #   bash scripts/gpu/runbook.sh 3   carry .devpack-e: end to end, defaults vs the new variants,
 #                                   host vs device sampling (FLAGS / ROUNDS override)
 # Writes under $OUT (gp.tar.xz / e2e.tar.xz), as the scripts it calls.
@@ -15,8 +16,8 @@ case "${1:-}" in
     P='/tmp/ab/kt --gtest_filter=GpuAttention.PrefillHopperKernel'
     B="G4C_TEST_PREFILL_VARIANTS=0,1,2,3,4,5,6,7,8 $P"
     for v in 9 10 11 12 13; do B="$B;G4C_TEST_PREFILL_VARIANTS=$v $P"; done
-    TESTS='GpuAttention.*:GpuW4Decode.*:GpuFused.*:-GpuAttention.PrefillHopperKernel' BENCH="$B" BENCH_TAIL=6 \
-      SAN='GpuAttention.PrefillHopperKernel:GpuW4Decode.ImsVariantsAreBitwiseTheirBase:GpuFused.SampleRowsFollowTheHostSampler' \
+    TESTS='GpuAttention.*:GpuW4Decode.*:GpuFused.*:GpuBf16Gemm.*:-GpuAttention.PrefillHopperKernel' BENCH="$B" BENCH_TAIL=6 \
+      SAN='GpuAttention.PrefillHopperKernel:GpuW4Decode.ImsVariantsAreBitwiseTheirBase:GpuFused.SampleRowsFollowTheHostSampler:GpuBf16Gemm.RegisterDirectLmHead' \
       SAN_ENV=G4C_TEST_PREFILL_VARIANTS=9,10,11,12,13 SAN_LIMIT=300 exec bash scripts/gpu/gemm_prof_run.sh
     ;;
   2)
@@ -28,7 +29,7 @@ case "${1:-}" in
     ;;
   3)
     C=.devpack-e SAMPLED=${SAMPLED-1} ROUNDS=${ROUNDS:-2} \
-      FLAGS="${FLAGS-;--prefill-attention 9;--prefill-attention 11;--prefill-attention 12;--prefill-attention 13;--decode-ims}" \
+      FLAGS="${FLAGS-;--prefill-attention 9;--prefill-attention 11;--prefill-attention 12;--prefill-attention 13;--decode-ims;--lm-head-rd}" \
       exec bash scripts/gpu/e2e_run.sh
     ;;
   *)
