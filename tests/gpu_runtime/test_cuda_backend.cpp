@@ -130,6 +130,42 @@ TEST(CudaBackend, TinyLogitsMatchHuggingFaceBf16) {
   EXPECT_GT(info.peak_device_bytes, info.weight_bytes);
 }
 
+// The register-direct LM head (--lm-head-rd) in decode-sized steps (chunk 1: one row per step, its
+// path): the golden bars above, and close to the tile kernel's logits. Both add exact bf16
+// products in fp32, in different orders; the output is then rounded to bf16 and softcapped in
+// three bf16 ops as HF does, so a sum near a rounding boundary can differ by one bf16 step
+// (≤ 2^-7 relative) and each of the three roundings can add one: ≤ 4 steps, 2^-5 relative. A wrong
+// fragment or k order moves logits by O(1).
+// The kernel choice is process-wide and set when a backend is prepared: the register-direct
+// logits are taken before the second engine opens.
+TEST(CudaBackend, RegisterDirectLmHeadMeetsTheGoldenBars) {
+  REQUIRE_GPU();
+  auto gd = golden_dir();
+  if (gd.empty()) GTEST_SKIP() << "G4C_SHARED_DIR/golden/gemma4-tiny absent";
+  Golden g{models::SafetensorsFile::open(gd / "golden_logits.safetensors")};
+  runtime::CudaOptions co;
+  co.lm_head_rd = true;
+  auto e = open_cuda(tiny_dir(), co);
+  auto c = golden_logits_bf16(*e, g, 1);
+  std::printf("[ measured ] cuda (register-direct LM head) vs HF bf16: top-1 %d/%d = %.4f, mean |dlogit| %.4g\n",
+              c.agree, c.rows, c.top1(), c.mean());
+  EXPECT_GE(c.top1(), kTop1);
+  EXPECT_LE(c.mean(), kMeanAbsDelta);
+  std::vector<std::vector<float>> rd;
+  for (std::string p : {"p0", "p1", "p2"}) rd.push_back(e->logits(g.ids(p), 1));
+  e.reset();
+  auto tile = open_cuda(tiny_dir());
+  size_t i = 0, far = 0;
+  for (std::string p : {"p0", "p1", "p2"}) {
+    const auto b = tile->logits(g.ids(p), 1);
+    ASSERT_EQ(b.size(), rd[i].size());
+    for (size_t j = 0; j < b.size(); ++j)
+      far += std::abs(double(b[j]) - rd[i][j]) > 0x1p-5 * std::max(std::abs(double(b[j])), std::abs(double(rd[i][j]))) + 1e-6;
+    ++i;
+  }
+  EXPECT_EQ(far, 0u);
+}
+
 TEST(CudaBackend, GreedyGenerationsMatchBf16Goldens) {
   REQUIRE_GPU();
   auto gd = golden_dir();
