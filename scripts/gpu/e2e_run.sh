@@ -29,14 +29,20 @@ timeout 90 $G synth --preset gemma4-12b --dtype int4 --group-size 128 --seed 0 -
 FL=("")
 [ -n "${DET:-}" ] && FL+=("--deterministic")
 [ -n "${FLAGS:-}" ] && IFS=';' read -ra FL <<< "$FLAGS"
+# One g4c bench of the 12B: tag, input jsonl, then the flags (words; "--emulate 1g.10gb" among
+# them: the slice, EMU_REP repeats instead of 3).
+bench12b() {
+  local tag=$1 input=$2 rep=3; shift 2
+  [[ " $* " == *" --emulate "* ]] && rep=${EMU_REP:-1}
+  t "bench $tag"
+  timeout 120 $G bench --model $W/12b-int4 --input "$input" --device cuda --budget 9984MiB --ignore-eos \
+    --batch-size 16 --repeat $rep "$@" --report $O/$tag.json > $O/$tag.log 2>&1; echo "rc=$?"
+  python3 -c "import json; r=json.load(open('$O/$tag.json')); print('$tag', r['elapsed_s'], 'tpot p50', r['tpot_s']['p50'], 'prefill', r['phases']['prefill']['elapsed_s'], 'decode', r['phases']['decode']['elapsed_s'], 'peak MiB', r['peak_device_bytes'] / 2**20, [x.get('tokens_fnv1a') for x in r['runs']], [x.get('elapsed_s') for x in r['runs']], r['options'].get('cuda'), r['date'])"
+}
 for r in $(seq ${ROUNDS:-1}); do
 for fl in "${FL[@]}"; do
 for emu in "" "--emulate 1g.10gb"; do
-  tag=public${emu:+-emu}${fl// /}-r$r; rep=3; [ -n "$emu" ] && rep=${EMU_REP:-1}
-  t "bench $tag"
-  timeout 120 $G bench --model $W/12b-int4 --input $C/perf_public_ids.jsonl --device cuda --budget 9984MiB --ignore-eos \
-    --batch-size 16 --repeat $rep $emu $fl --report $O/$tag.json > $O/$tag.log 2>&1; echo "rc=$?"
-  python3 -c "import json; r=json.load(open('$O/$tag.json')); print('$tag', r['elapsed_s'], 'tpot p50', r['tpot_s']['p50'], 'prefill', r['phases']['prefill']['elapsed_s'], 'decode', r['phases']['decode']['elapsed_s'], 'peak MiB', r['peak_device_bytes'] / 2**20, [x.get('tokens_fnv1a') for x in r['runs']], [x.get('elapsed_s') for x in r['runs']], r['options'].get('cuda'), r['date'])"
+  bench12b public${emu:+-emu}${fl// /}-r$r $C/perf_public_ids.jsonl $emu $fl
 done
 done
 done
@@ -51,11 +57,7 @@ with open('$C/perf_public_ids.jsonl') as f, open('$O/sampled.jsonl', 'w') as o:
         o.write(json.dumps(r) + '\\n')"
   for fl in "" "--device-sample"; do
   for emu in "" "--emulate 1g.10gb"; do
-    tag=sampled${emu:+-emu}${fl// /}; rep=3; [ -n "$emu" ] && rep=${EMU_REP:-1}
-    t "bench $tag"
-    timeout 120 $G bench --model $W/12b-int4 --input $O/sampled.jsonl --device cuda --budget 9984MiB --ignore-eos \
-      --batch-size 16 --repeat $rep $emu $fl --report $O/$tag.json > $O/$tag.log 2>&1; echo "rc=$?"
-    python3 -c "import json; r=json.load(open('$O/$tag.json')); print('$tag', r['elapsed_s'], 'tpot p50', r['tpot_s']['p50'], 'decode', r['phases']['decode']['elapsed_s'], [x.get('tokens_fnv1a') for x in r['runs']], r['options'].get('cuda'))"
+    bench12b sampled${emu:+-emu}${fl// /} $O/sampled.jsonl $emu $fl
   done
   done
 fi
