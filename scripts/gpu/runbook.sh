@@ -8,6 +8,9 @@
 #                                   register-direct, small ops)
 #   bash scripts/gpu/runbook.sh 3   carry .devpack-e: end to end, defaults vs the new variants,
 #                                   host vs device sampling (FLAGS / ROUNDS override)
+#   bash scripts/gpu/runbook.sh 4   carry .devpack-a: the thirteenth session's argmax over
+#                                   clusters (tests, memcheck + racecheck, small-op timings whole
+#                                   GPU and 16 SMs) and the IMS test fixed in fec9ac2     (≈ 200 s)
 # Writes under $OUT (gp.tar.xz / e2e.tar.xz), as the scripts it calls.
 set -u
 cd "$(dirname "$0")/../.."
@@ -32,8 +35,12 @@ case "${1:-}" in
       FLAGS="${FLAGS-;--prefill-attention 9;--prefill-attention 11;--prefill-attention 12;--prefill-attention 13;--decode-ims;--lm-head-rd}" \
       exec bash scripts/gpu/e2e_run.sh
     ;;
+  4)
+    TESTS='GpuFused.*:GpuW4Decode.ImsVariantsAreBitwiseTheirBase' SAN='GpuFused.Argmax*' SAN_RACE='GpuFused.Argmax*' \
+      SAN_LIMIT=240 BENCH='/tmp/ab/kb fused;/tmp/ab/kb fused --green 16' BENCH_TAIL=30 exec bash scripts/gpu/gemm_prof_run.sh
+    ;;
   *)
-    echo "usage: $0 1|2|3 (BENCHMARKS.md, First device calls)" >&2
+    echo "usage: $0 1|2|3|4 (BENCHMARKS.md, First device calls)" >&2
     exit 2
     ;;
 esac

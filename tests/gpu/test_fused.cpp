@@ -292,6 +292,52 @@ TEST(GpuFused, ArgmaxTiesLowestIndex) {
   EXPECT_EQ(out.get(), expect);
 }
 
+// The cluster form (argmax_rows splits a row over up to 8 blocks, merged through distributed
+// shared memory) against runtime::argmax, exactly: row counts 1 … 40 (so the blocks per row vary
+// 8 … 1), vocabularies from 1 to 262147 (chunks not a multiple of 4: the scalar tails), row
+// strides n and n + 1 and a base 4 bytes off (the scalar scan), the maximum duplicated at the
+// chunk boundaries (a later block must not win a tie), NaN, ±inf and all −inf rows.
+TEST(GpuFused, ArgmaxRowsMatchTheHostOnEveryShape) {
+  G4C_REQUIRE_GPU();
+  std::mt19937_64 rng(test_seed() ^ 6);
+  std::normal_distribution<float> nd(0.f, 3.f);
+  int cases = 0;
+  for (const int n : {1, 7, 8193, 16384, 65536, 65539, 262144, 262147})
+    for (const int m : {1, 3, 16, 40})
+      for (const int extra : {0, 1})    // row stride n + extra
+        for (const int offset : {0, 1}) {  // base pointer + offset floats
+          if (long(m) * n > (1L << 22) && (extra || offset)) continue;  // (time: the big rows once)
+          const long ldl = n + extra;
+          std::vector<float> l(size_t(offset) + size_t(m) * ldl, 7e30f);  // the gaps: larger than any row entry
+          std::vector<int> expect(m);
+          for (int i = 0; i < m; ++i) {
+            float* row = l.data() + offset + size_t(i) * ldl;
+            for (int j = 0; j < n; ++j) row[j] = nd(rng);
+            std::uniform_int_distribution<int> pick(0, n - 1);
+            switch (i % 6) {
+              case 0: break;  // plain Gaussian
+              case 1:         // the maximum at every eighth and quarter of the row (block boundaries)
+                for (int k = 1; k < 8; ++k) row[size_t(n) * k / 8] = 50.f;
+                row[pick(rng)] = 50.f;
+                break;
+              case 2: row[pick(rng)] = NAN; row[pick(rng)] = 40.f; row[pick(rng)] = NAN; break;
+              case 3: for (int j = 0; j < n; ++j) row[j] = -INFINITY; break;
+              case 4: row[pick(rng)] = INFINITY; row[pick(rng)] = INFINITY; break;
+              case 5: row[n - 1] = 60.f; row[pick(rng)] = 60.f; break;  // the last entry ties
+            }
+            expect[i] = runtime::argmax(row, n);
+          }
+          DevBuf<float> dl(l);
+          DevBuf<int> out(m);
+          poison(out.p, out.bytes());
+          G4C_CUDA_OK(cuda::argmax_rows(dl.p + offset, m, n, ldl, out.p, nullptr));
+          G4C_CUDA_OK(cudaDeviceSynchronize());
+          EXPECT_EQ(out.get(), expect) << "n " << n << " m " << m << " ldl " << ldl << " offset " << offset;
+          ++cases;
+        }
+  EXPECT_GT(cases, 80);
+}
+
 // Device sampling against the host sampler (runtime::sample_u, itself tested against a brute-force
 // implementation of sampler.h's definition): the same token for the same draw u. The device's
 // weights come from expf (≤ 2 ulp: 2.4e-7 relative; glibc's ≤ 1), so every partial sum, and with
