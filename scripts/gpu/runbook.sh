@@ -8,9 +8,9 @@
 #                                   register-direct, small ops)
 #   bash scripts/gpu/runbook.sh 3   carry .devpack-e: end to end, defaults vs the new variants,
 #                                   host vs device sampling (FLAGS / ROUNDS override)
-#   bash scripts/gpu/runbook.sh 4   carry .devpack-a: the thirteenth session's argmax over
-#                                   clusters (tests, memcheck + racecheck, small-op timings whole
-#                                   GPU and 16 SMs) and the IMS test fixed in fec9ac2     (≈ 200 s)
+#   bash scripts/gpu/runbook.sh 4   carry .devpack-a: every kernel test, memcheck + racecheck of
+#                                   the thirteenth session's argmax over clusters, small-op timings
+#                                   whole GPU and 16 SMs                                  (≈ 500 s)
 # Writes under $OUT (gp.tar.xz / e2e.tar.xz), as the scripts it calls.
 set -u
 cd "$(dirname "$0")/../.."
@@ -36,8 +36,14 @@ case "${1:-}" in
       exec bash scripts/gpu/e2e_run.sh
     ;;
   4)
-    TESTS='GpuFused.*:GpuW4Decode.ImsVariantsAreBitwiseTheirBase' SAN='GpuFused.Argmax*' SAN_RACE='GpuFused.Argmax*' \
-      SAN_LIMIT=240 BENCH='/tmp/ab/kb fused;/tmp/ab/kb fused --green 16' BENCH_TAIL=30 exec bash scripts/gpu/gemm_prof_run.sh
+    # Every kernel test (the prefill variants each in a process of their own, as step 1), memcheck
+    # and racecheck of the argmax tests, and the small ops timed on the whole GPU and in 16 SMs.
+    P='/tmp/ab/kt --gtest_filter=GpuAttention.PrefillHopperKernel'
+    B="G4C_TEST_PREFILL_VARIANTS=0,1,2,3,4,5,6,7,8 $P"
+    for v in 9 10 11 12 13; do B="$B;G4C_TEST_PREFILL_VARIANTS=$v $P"; done
+    B="$B;/tmp/ab/kb fused;/tmp/ab/kb fused --green 16"
+    TESTS='*:-GpuAttention.PrefillHopperKernel' TEST_LIMIT=330 BENCH="$B" BENCH_TAIL=30 \
+      SAN='GpuFused.Argmax*' SAN_RACE='GpuFused.Argmax*' SAN_LIMIT=120 exec bash scripts/gpu/gemm_prof_run.sh
     ;;
   *)
     echo "usage: $0 1|2|3|4 (BENCHMARKS.md, First device calls)" >&2
