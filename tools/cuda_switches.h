@@ -22,9 +22,9 @@ inline void add_cuda_switches(CLI::App* cmd, runtime::DeviceFlags& dev) {
                 "(on by default; --no-whole-tiles: stream-K ranges everywhere)");
   cmd->add_flag("--device-argmax,!--no-device-argmax", dev.device_argmax,
                 "cuda: greedy tokens from an argmax on the device, so only token ids are copied back (on by default)");
-  cmd->add_flag("--device-sample", dev.device_sample,
-                "cuda: sampled tokens (temperature > 0) chosen on the device too (off by default: not yet run on "
-                "a GPU; runtime/sampler.h has the definition both follow)");
+  cmd->add_flag("--device-sample,!--no-device-sample", dev.device_sample,
+                "cuda: sampled tokens (temperature > 0) chosen on the device too, so only token ids are copied "
+                "back (on by default; runtime/sampler.h has the definition the device and the host follow)");
   cmd->add_option("--prefill-attention", dev.prefill_attention,
                   "cuda: prefill attention kernel, -1 the default rule, 0 the flash kernel, 1-13 a Hopper variant "
                   "(9-13 warp-specialized; 11, 13 stream-K; 12, 13 = 9, 11 with a producer that never waits "

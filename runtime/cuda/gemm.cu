@@ -564,7 +564,7 @@ cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilo
   if (m <= 16) {
     if (g_decode_variant == 0) {  // streaming kernels (gemm_decode.cu) where measured faster
       int v = w4a16_decode_choice(m, w, stream_sms(stream));
-      if (g_decode_ims && (v == 14 || v == 17)) v += 4;  // the same plan, shifts on the FMA pipe
+      if (g_decode_ims && (v == 14 || v == 17)) v = v == 14 ? 18 : 19;  // the same plan, shifts on the FMA pipe
       if (v >= 0) return w4a16_decode(x, m, ldx, w, ep, out, workspace, workspace_bytes, decode_tuning(v), stream);
     }
     const DecodePlan p = decode_plan(m, w);

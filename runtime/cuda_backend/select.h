@@ -31,7 +31,7 @@ struct DeviceFlags {
   bool deterministic = false;     // --deterministic sets CudaOptions::deterministic (cuda only)
   bool whole_tiles = true;        // --no-whole-tiles clears CudaOptions::decode_whole_tiles (cuda only)
   bool device_argmax = true;      // --no-device-argmax clears CudaOptions::device_argmax (cuda only)
-  bool device_sample = false;     // --device-sample sets CudaOptions::device_sample (cuda only)
+  bool device_sample = true;      // --no-device-sample clears CudaOptions::device_sample (cuda only)
   int prefill_attention = -1;     // --prefill-attention sets CudaOptions::prefill_attention (cuda only)
   bool decode_ims = false;        // --decode-ims sets CudaOptions::decode_ims (cuda only)
   bool lm_head_rd = false;        // --lm-head-rd sets CudaOptions::lm_head_rd (cuda only)
@@ -56,7 +56,6 @@ inline std::unique_ptr<Backend> backend_for_flags(const DeviceFlags& f, const st
     if (f.prefill_attention != -1) throw Error("--prefill-attention needs --device cuda");
     if (f.decode_ims) throw Error("--decode-ims needs --device cuda");
     if (f.lm_head_rd) throw Error("--lm-head-rd needs --device cuda");
-    if (f.device_sample) throw Error("--device-sample needs --device cuda");
     return nullptr;
   }
   if (f.device != "cuda") throw Error("--device: expected cpu or cuda, got '" + f.device + "'");

@@ -46,24 +46,45 @@ for emu in "" "--emulate 1g.10gb"; do
 done
 done
 done
-# SAMPLED=1: the same requests sampled (temperature 0.8, top_p 0.95, a seed each), host sampling
-# against --device-sample (cuda::sample_rows), whole GPU and the emulated slice.
+# SAMPLED=1: the same requests sampled (temperature SAMPLED_T, default 0.8, top_p 0.95, a seed
+# each), host sampling (--no-device-sample) against the device's (cuda::sample_rows, the default
+# since 2026-12-05), whole GPU and the emulated slice. Then `g4c run` of them at temperature
+# SAMPLED_RUN_T (default 4, top_p 1: the synthetic 12B's logits are so peaked that at 0.8 every token was
+# the greedy one) on the host and on the device: tokens compared with each other and with greedy.
 if [ -n "${SAMPLED:-}" ]; then
-  python3 -c "
+  mk_sampled() {  # temperature, top_p, output
+    python3 -c "
 import json
-with open('$C/perf_public_ids.jsonl') as f, open('$O/sampled.jsonl', 'w') as o:
+with open('$C/perf_public_ids.jsonl') as f, open('$3', 'w') as o:
     for i, l in enumerate(f):
-        r = json.loads(l); r['sampling_params'] = {'temperature': 0.8, 'top_p': 0.95, 'seed': 1000 + i}
+        r = json.loads(l); r['sampling_params'] = {'temperature': $1, 'top_p': $2, 'seed': 1000 + i}
         o.write(json.dumps(r) + '\\n')"
-  for fl in "" "--device-sample"; do
+  }
+  mk_sampled ${SAMPLED_T:-0.8} 0.95 $O/sampled.jsonl
+  for fl in "--no-device-sample" ""; do
   for emu in "" "--emulate 1g.10gb"; do
     bench12b sampled${emu:+-emu}${fl// /} $O/sampled.jsonl $emu $fl
   done
+  done
+  mk_sampled ${SAMPLED_RUN_T:-4} 1.0 $O/sampled_hot.jsonl
+  for fl in "" "--no-device-sample"; do
+    t "g4c run sampled at T ${SAMPLED_RUN_T:-4} $fl"
+    timeout 90 $G run --model $W/12b-int4 --input $O/sampled_hot.jsonl --device cuda --budget 9984MiB --ignore-eos \
+      $fl --output $O/run_hot${fl// /}.jsonl > $O/run_hot${fl// /}.log 2>&1; echo "rc=$?"; tail -1 $O/run_hot${fl// /}.log
   done
 fi
 t "g4c run (compiled plan)"
 timeout 90 $G run --model $W/12b-int4 --input $C/perf_public_ids.jsonl --device cuda --budget 9984MiB --ignore-eos \
   --output $O/run_out.jsonl --summary $O/run_summary.json > $O/run.log 2>&1; echo "rc=$?"
 python3 -c "import json; r=json.load(open('$O/run_summary.json')); print({k: r.get(k) for k in ('elapsed_s', 'peak_device_bytes')})"
+if [ -n "${SAMPLED:-}" ]; then
+  python3 - $O/run_out.jsonl $O/run_hot.jsonl $O/run_hot--no-device-sample.jsonl <<'PY'
+import json, sys
+g, d, h = ([json.loads(l)["token_ids"] for l in open(p)] for p in sys.argv[1:])
+n = sum(len(x) for x in g)
+print("sampled hot: device == host tokens", sum(a == b for x, y in zip(d, h) for a, b in zip(x, y)), "of", n,
+      "| device != greedy", sum(a != b for x, y in zip(d, g) for a, b in zip(x, y)), "of", n)
+PY
+fi
 t done
 tar cJf $OUT/e2e.tar.xz -C $O .

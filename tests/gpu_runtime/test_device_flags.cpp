@@ -23,9 +23,12 @@ TEST(DeviceFlags, CpuIsTheDefaultAndTakesNoCudaOptions) {
   f.decode_ims = true;  // likewise
   EXPECT_THROW(runtime::backend_for_flags(f, "unused"), Error);
   f.decode_ims = false;
-  f.device_sample = true;  // the CPU samples on the host anyway
-  EXPECT_THROW(runtime::backend_for_flags(f, "unused"), Error);
-  f.device_sample = false;
+  // --device-sample and --device-argmax are on by default (the CPU chooses tokens on the host,
+  // where its logits are), so the CPU takes them, on or off.
+  EXPECT_TRUE(f.device_sample && f.device_argmax);
+  f.device_sample = f.device_argmax = false;
+  EXPECT_EQ(runtime::backend_for_flags(f, "unused"), nullptr);
+  f.device_sample = f.device_argmax = true;
   f.lm_head_rd = true;  // a CUDA kernel choice
   EXPECT_THROW(runtime::backend_for_flags(f, "unused"), Error);
 }
