@@ -10,7 +10,9 @@
 #                                   host vs device sampling (FLAGS / ROUNDS override)
 #   bash scripts/gpu/runbook.sh 4   carry .devpack-a: every kernel test, memcheck + racecheck of
 #                                   the thirteenth session's argmax over clusters, small-op timings
-#                                   whole GPU and 16 SMs                                  (≈ 500 s)
+#                                   whole GPU and 16 SMs                                  (≈ 250 s)
+#   bash scripts/gpu/runbook.sh 5   carry .devpack-a: decode GEMM tests, memcheck of all kernel
+#                                   tests but the prefill one                             (≤ 400 s)
 # Writes under $OUT (gp.tar.xz / e2e.tar.xz), as the scripts it calls.
 set -u
 cd "$(dirname "$0")/../.."
@@ -45,8 +47,14 @@ case "${1:-}" in
     TESTS='*:-GpuAttention.PrefillHopperKernel' TEST_LIMIT=330 BENCH="$B" BENCH_TAIL=30 \
       SAN='GpuFused.Argmax*' SAN_RACE='GpuFused.Argmax*' SAN_LIMIT=120 exec bash scripts/gpu/gemm_prof_run.sh
     ;;
+  5)
+    # The decode GEMM tests (with the --decode-ims fix), then memcheck over every kernel test but
+    # the prefill Hopper test (its variants ran under memcheck in the twelfth session).
+    TESTS='GpuW4Decode.*' SAN='*:-GpuAttention.PrefillHopperKernel' SAN_LIMIT=${SAN_LIMIT:-380} \
+      exec bash scripts/gpu/gemm_prof_run.sh
+    ;;
   *)
-    echo "usage: $0 1|2|3|4 (BENCHMARKS.md, First device calls)" >&2
+    echo "usage: $0 1|2|3|4|5 (BENCHMARKS.md, First device calls)" >&2
     exit 2
     ;;
 esac
