@@ -10,7 +10,7 @@ export G4C_NO_PROGRESS=1 W=/tmp/g4c-bench; C=${C:-.devpack-e}; O=/tmp/g4c-e2e
 mkdir -p $O $W/bin
 t() { tar cJf $OUT/e2e.tar.xz -C $O . 2>/dev/null; echo "[e2e +${SECONDS}s] $*"; }  # logs so far kept at each step
 [ -f $C/g4c.xz ] && xz -dc $C/g4c.xz > $W/bin/g4c && chmod +x $W/bin/g4c; G=$W/bin/g4c
-if [ -f $C/rt.xz ]; then
+if [ -f $C/rt.xz ] && [ -z "${SKIP_RT:-}" ]; then
   xz -dc $C/rt.xz > /tmp/rt && chmod +x /tmp/rt
   S=/tmp/g4c-e2e-shared; mkdir -p $S/golden/gemma4-tiny
   xz -dc $C/shared/golden/gemma4-tiny/golden_logits.safetensors.xz > $S/golden/gemma4-tiny/golden_logits.safetensors
@@ -39,6 +39,8 @@ bench12b() {
     --batch-size 16 --repeat $rep "$@" --report $O/$tag.json > $O/$tag.log 2>&1; echo "rc=$?"
   python3 -c "import json; r=json.load(open('$O/$tag.json')); print('$tag', r['elapsed_s'], 'tpot p50', r['tpot_s']['p50'], 'prefill', r['phases']['prefill']['elapsed_s'], 'decode', r['phases']['decode']['elapsed_s'], 'peak MiB', r['peak_device_bytes'] / 2**20, [x.get('tokens_fnv1a') for x in r['runs']], [x.get('elapsed_s') for x in r['runs']], r['options'].get('cuda'), r['date'])"
 }
+# SKIP_BENCH=1: no g4c bench runs (only the `g4c run` parts below).
+[ -n "${SKIP_BENCH:-}" ] && ROUNDS=0
 for r in $(seq ${ROUNDS:-1}); do
 for fl in "${FL[@]}"; do
 for emu in "" "--emulate 1g.10gb"; do
@@ -51,6 +53,9 @@ done
 # since 2026-12-05), whole GPU and the emulated slice. Then `g4c run` of them at temperature
 # SAMPLED_RUN_T (default 4, top_p 1: the synthetic 12B's logits are so peaked that at 0.8 every token was
 # the greedy one) on the host and on the device: tokens compared with each other and with greedy.
+# SAMPLED_RUN_FLAGS (default --deterministic): without it the decode GEMMs' arrival-order sums
+# can change a logit's last bit from run to run, which at T 4 over 262k nearly flat weights moves
+# the draw (2026-12-05: 43 of 320 tokens equal, the first differing token a few indices away).
 if [ -n "${SAMPLED:-}" ]; then
   mk_sampled() {  # temperature, top_p, output
     python3 -c "
@@ -63,14 +68,14 @@ with open('$C/perf_public_ids.jsonl') as f, open('$3', 'w') as o:
   mk_sampled ${SAMPLED_T:-0.8} 0.95 $O/sampled.jsonl
   for fl in "--no-device-sample" ""; do
   for emu in "" "--emulate 1g.10gb"; do
-    bench12b sampled${emu:+-emu}${fl// /} $O/sampled.jsonl $emu $fl
+    [ -z "${SKIP_BENCH:-}" ] && bench12b sampled${emu:+-emu}${fl// /} $O/sampled.jsonl $emu $fl
   done
   done
   mk_sampled ${SAMPLED_RUN_T:-4} 1.0 $O/sampled_hot.jsonl
   for fl in "" "--no-device-sample"; do
     t "g4c run sampled at T ${SAMPLED_RUN_T:-4} $fl"
     timeout 90 $G run --model $W/12b-int4 --input $O/sampled_hot.jsonl --device cuda --budget 9984MiB --ignore-eos \
-      $fl --output $O/run_hot${fl// /}.jsonl > $O/run_hot${fl// /}.log 2>&1; echo "rc=$?"; tail -1 $O/run_hot${fl// /}.log
+      ${SAMPLED_RUN_FLAGS---deterministic} $fl --output $O/run_hot${fl// /}.jsonl > $O/run_hot${fl// /}.log 2>&1; echo "rc=$?"; tail -1 $O/run_hot${fl// /}.log
   done
 fi
 t "g4c run (compiled plan)"
