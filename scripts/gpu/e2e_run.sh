@@ -55,7 +55,7 @@ done
 # the greedy one) on the host and on the device: tokens compared with each other and with greedy.
 # SAMPLED_RUN_FLAGS (default --deterministic): without it the decode GEMMs' arrival-order sums
 # can change a logit's last bit from run to run, which at T 4 over 262k nearly flat weights moves
-# the draw (2026-12-05: 43 of 320 tokens equal, the first differing token a few indices away).
+# the draw (2026-12-05: 43 of 320 tokens equal, the first differing token 1–23 indices away).
 if [ -n "${SAMPLED:-}" ]; then
   mk_sampled() {  # temperature, top_p, output
     python3 -c "
