@@ -67,5 +67,8 @@ cudaError_t argmax_rows(const float* logits, int m, int n, long ldl, int* out, c
 // definition; sample.cu says where rounding may differ), rows (device) [m]. One block per row.
 cudaError_t sample_rows(const float* logits, int m, int n, long ldl, const SampleRow* rows, int* out,
                         cudaStream_t stream);
+// Whether sample_rows' radix descents keep their bin's tokens in a list after the first pass
+// (default; sample_kernel.cuh) or read the whole row on every pass (benchmarks). Process-wide.
+void sample_set_candidate_list(bool on);
 
 }  // namespace g4c::cuda

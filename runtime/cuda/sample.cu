@@ -9,11 +9,14 @@
 //   1. a histogram of counts and weights over 2048 bins of x = (max − l) / T (monotone in the
 //      order; one pass) gives the bin holding the boundary;
 //   2. a radix descent over okey restricted to that bin (6 passes of 11 / 10 bits: histogram,
-//      then the digit where the running count or weight crosses) gives the token.
+//      then the digit where the running count or weight crosses) gives the token. Its first pass
+//      reads the row and lists the bin's tokens (up to 3072, in shared memory); the other five
+//      read only the list (2026-12-05, thirteenth session; sample_set_candidate_list(false)
+//      restores six full passes for comparison).
 // The draw: s = Σ_K w, then each thread sums a contiguous segment in index order, an exclusive
 // scan over the threads, and the thread whose segment holds u · s walks it.
-// Weights are recomputed per pass (w = expf(−x)): no workspace; a row is ~10–16 passes over 1 MB
-// (L2) at most, ~3 for plain temperature.
+// Weights are recomputed per pass (w = expf(−x)): no workspace; a row is ≤ 7 passes over 1 MB
+// (L2) with the list (~10–16 without), ~3 for plain temperature.
 // Arithmetic as the host's: x, the bins and the draw's comparisons use the same float / double
 // expressions; expf (≤ 2 ulp) and the sums' association differ, so a token can differ from the
 // host's only where u · s or the nucleus's crossing lies within ~1e-6 relative of a boundary
@@ -25,11 +28,17 @@
 
 namespace g4c::cuda {
 
+namespace {
+bool g_sample_list = true;  // sample_set_candidate_list
+}  // namespace
+
+void sample_set_candidate_list(bool on) { g_sample_list = on; }
+
 cudaError_t sample_rows(const float* logits, int m, int n, long ldl, const SampleRow* rows, int* out,
                         cudaStream_t stream) {
   if (m <= 0) return cudaSuccess;
   if (n <= 0) return cudaErrorInvalidValue;
-  sample_detail::sample_kernel<<<m, sample_detail::kST, 0, stream>>>(logits, n, ldl, rows, out);
+  sample_detail::sample_kernel<<<m, sample_detail::kST, 0, stream>>>(logits, n, ldl, rows, out, g_sample_list);
   return cudaGetLastError();
 }
 

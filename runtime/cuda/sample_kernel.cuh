@@ -16,6 +16,15 @@ constexpr int kST = 1024;  // threads per row
 constexpr int kSBins = 2048;
 constexpr float kXMax = 104.0f;  // exp(−x) is 0 in float past ~103.97 (sampler.cpp's kXMax)
 constexpr float kSBinScale = kSBins / kXMax;
+// A radix descent keeps the indices of its bin's tokens (found by its first pass over the row) when
+// they fit, so its later passes read only those: a Gaussian row's nucleus or top-k boundary bin
+// holds tens of tokens, a T = 4 row's bulk bins ~2000 (2048 bins over 262k tokens).
+// (G4C_SAMPLE_KERNEL_CANDIDATES: a smaller list, so that a test takes the overflow path — full
+// passes — on most rows.)
+#ifndef G4C_SAMPLE_KERNEL_CANDIDATES
+#define G4C_SAMPLE_KERNEL_CANDIDATES 3072
+#endif
+constexpr int kSCand = G4C_SAMPLE_KERNEL_CANDIDATES;
 
 __device__ __forceinline__ uint32_t fkey(float v) {
   if (v != v) v = -INFINITY;
@@ -76,6 +85,8 @@ struct Shared {
   unsigned long long kred[32];
   int found;
   double base;  // the weight or count of the order before the found digit / bin
+  int ncand;    // descend: tokens of its bin seen by the first pass (the list's length when ≤ kSCand)
+  int cand[kSCand];
 };
 
 // The first entry r (0 ≤ r < nb, in order) where base + Σ_{≤ r} h ≥ need; sets sh.found and
@@ -110,9 +121,10 @@ __device__ void find_crossing(const T* h, int nb, bool rev, double need, Shared&
 // The okey of the boundary token: in x-bin `bin`, the one where count (MASS = false) or weight
 // (MASS = true) of the order, starting from sh.base (the bins before), reaches `need`.
 template <bool MASS>
-__device__ uint64_t descend(const RowCtx& c, int bin, double need, Shared& sh) {
+__device__ uint64_t descend(const RowCtx& c, int bin, double need, Shared& sh, bool use_list) {
   uint64_t prefix = 0;
   int known = 0;
+  if (threadIdx.x == 0) sh.ncand = 0;
 #pragma unroll 1
   for (int pass = 0; pass < 6; ++pass) {
     const int wd = pass < 4 ? 11 : 10, shift = 64 - known - wd;
@@ -121,14 +133,29 @@ __device__ uint64_t descend(const RowCtx& c, int bin, double need, Shared& sh) {
       sh.mass[d] = 0.0;
     }
     __syncthreads();
-    for (int i = threadIdx.x; i < c.n; i += kST) {
-      const float x = c.x(i);
-      if (sbin(x) != bin) continue;
+    auto take = [&](int i, float x) {
       const uint64_t k = okey(c.l[i], i);
-      if (known > 0 && (k >> (64 - known)) != (prefix >> (64 - known))) continue;
+      if (known > 0 && (k >> (64 - known)) != (prefix >> (64 - known))) return;
       const int d = int((k >> shift) & ((1u << wd) - 1));
       if constexpr (MASS) atomicAdd(&sh.mass[d], double(sweight(x)));
       else atomicAdd(&sh.cnt[d], 1u);
+    };
+    const int nc = pass > 0 ? sh.ncand : 0;  // (pass 0 is still counting)
+    if (use_list && pass > 0 && nc <= kSCand) {
+      for (int j = threadIdx.x; j < nc; j += kST) {
+        const int i = sh.cand[j];
+        take(i, c.x(i));
+      }
+    } else {
+      for (int i = threadIdx.x; i < c.n; i += kST) {
+        const float x = c.x(i);
+        if (sbin(x) != bin) continue;
+        if (pass == 0) {
+          const int slot = int(atomicAdd(reinterpret_cast<uint32_t*>(&sh.ncand), 1u));
+          if (slot < kSCand) sh.cand[slot] = i;
+        }
+        take(i, x);
+      }
     }
     __syncthreads();
     if constexpr (MASS) find_crossing<double>(sh.mass, 1 << wd, true, need, sh, sh.dred);
@@ -141,7 +168,8 @@ __device__ uint64_t descend(const RowCtx& c, int bin, double need, Shared& sh) {
 }
 
 __global__ void __launch_bounds__(kST) sample_kernel(const float* __restrict__ logits, int n, long ldl,
-                                                      const SampleRow* __restrict__ rows, int* __restrict__ out) {
+                                                      const SampleRow* __restrict__ rows, int* __restrict__ out,
+                                                      bool use_list) {
   __shared__ Shared sh;
   const SampleRow p = rows[blockIdx.x];
   const float* l = logits + long(blockIdx.x) * ldl;
@@ -180,7 +208,7 @@ __global__ void __launch_bounds__(kST) sample_kernel(const float* __restrict__ l
       __syncthreads();
       find_crossing<uint32_t>(sh.cnt, kSBins, false, double(p.top_k), sh, sh.ured);
       const int bk = sh.found;
-      lim = descend<false>(c, bk, double(p.top_k), sh);
+      lim = descend<false>(c, bk, double(p.top_k), sh, use_list);
       // z over the candidates only.
       double zc = 0;
       for (int i = threadIdx.x; i < n; i += kST)
@@ -202,7 +230,7 @@ __global__ void __launch_bounds__(kST) sample_kernel(const float* __restrict__ l
       __syncthreads();
       find_crossing<double>(sh.mass, kSBins, false, target, sh, sh.dred);
       const int bp = sh.found;
-      const uint64_t e = descend<true>(c, bp, target, sh);
+      const uint64_t e = descend<true>(c, bp, target, sh, use_list);
       lim = e > lim ? e : lim;  // the shorter prefix
     }
   }

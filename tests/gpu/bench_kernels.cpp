@@ -360,6 +360,28 @@ void bench_fused() {
   CK(dmalloc(&pos, max_t * 4));
   CK(dmalloc(&sl, max_t * 8));
   CK(dmalloc(&logits, size_t(16) * V * 4));
+  // The sampler's rows: Gaussian logits (σ 3, as an LM head's spread; the random bits above hold
+  // ±inf, where the sampler stops at the argmax) and three parameter sets per row count.
+  float* glogits = nullptr;
+  SampleRow* srows = nullptr;
+  CK(dmalloc(&glogits, size_t(16) * V * 4));
+  CK(dmalloc(&srows, 3 * 16 * sizeof(SampleRow)));
+  {
+    std::vector<float> hl(size_t(16) * V);
+    std::mt19937_64 g(32);
+    std::normal_distribution<float> nd(0.f, 3.f);
+    for (auto& v : hl) v = nd(g);
+    CK(cudaMemcpy(glogits, hl.data(), hl.size() * 4, cudaMemcpyHostToDevice));
+    std::vector<SampleRow> hr;
+    const SampleRow sets[3] = {{1.0f, -1, 1.0f, 0, 0.0}, {0.8f, -1, 0.95f, 0, 0.0}, {1.0f, 40, 0.95f, 0, 0.0}};
+    for (const SampleRow& r0 : sets)
+      for (int i = 0; i < 16; ++i) {
+        SampleRow r = r0;
+        r.u = (i + 0.5) / 16.0;
+        hr.push_back(r);
+      }
+    CK(cudaMemcpy(srows, hr.data(), hr.size() * sizeof(SampleRow), cudaMemcpyHostToDevice));
+  }
   fill_random(x, size_t(max_t) * H * 2, 21, true);
   fill_random(h, size_t(max_t) * H * 2, 22, true);
   fill_random(wn, H * 2, 23, true);
@@ -409,6 +431,25 @@ void bench_fused() {
          }},
         {"argmax rows (262144 fp32)", 4.0 * V, [&](int) { CK(argmax_rows(logits, T, V, V, ids + 512, g_stream)); },
          true},
+        {"sample rows T 1", 4.0 * V, [&](int) { CK(sample_rows(glogits, T, V, V, srows, ids + 512, g_stream)); }, true},
+        {"sample rows T 0.8 top_p 0.95", 4.0 * V,
+         [&](int) { CK(sample_rows(glogits, T, V, V, srows + 16, ids + 512, g_stream)); }, true},
+        {"sample rows top_k 40 top_p 0.95", 4.0 * V,
+         [&](int) { CK(sample_rows(glogits, T, V, V, srows + 32, ids + 512, g_stream)); }, true},
+        {"sample rows top_k 40 top_p 0.95, no list", 4.0 * V,
+         [&](int) {
+           sample_set_candidate_list(false);
+           CK(sample_rows(glogits, T, V, V, srows + 32, ids + 512, g_stream));
+           sample_set_candidate_list(true);
+         },
+         true},
+        {"sample rows T 0.8 top_p 0.95, no list", 4.0 * V,
+         [&](int) {
+           sample_set_candidate_list(false);
+           CK(sample_rows(glogits, T, V, V, srows + 16, ids + 512, g_stream));
+           sample_set_candidate_list(true);
+         },
+         true},
     };
     for (const Op& op : ops) {
       if (T > 16 && op.logit_rows) continue;
@@ -425,7 +466,8 @@ void bench_fused() {
   }
   std::fflush(stdout);
   for (void* p : {(void*)x, (void*)h, (void*)out, (void*)wn, (void*)wp, (void*)ls, (void*)table, (void*)q, (void*)k,
-                  (void*)qw, (void*)kw, (void*)kc, (void*)vc, (void*)ids, (void*)pos, (void*)sl, (void*)logits})
+                  (void*)qw, (void*)kw, (void*)kc, (void*)vc, (void*)ids, (void*)pos, (void*)sl, (void*)logits,
+                  (void*)glogits, (void*)srows})
     cudaFree(p);
 }
 

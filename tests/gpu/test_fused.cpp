@@ -394,6 +394,14 @@ TEST(GpuFused, SampleRowsFollowTheHostSampler) {
     G4C_CUDA_OK(cuda::sample_rows(dl.p, m, n, n, dr.p, out.p, nullptr));
     G4C_CUDA_OK(cudaDeviceSynchronize());
     const std::vector<int> got = out.get();
+    // The full-pass form (no candidate list) picks the very same tokens: the list changes which
+    // entries a descent reads, not what it sums (atomic order aside: ~1e-16 of a double).
+    cuda::sample_set_candidate_list(false);
+    poison(out.p, out.bytes());
+    G4C_CUDA_OK(cuda::sample_rows(dl.p, m, n, n, dr.p, out.p, nullptr));
+    cuda::sample_set_candidate_list(true);
+    G4C_CUDA_OK(cudaDeviceSynchronize());
+    EXPECT_EQ(out.get(), got) << "n " << n << ": with and without the candidate list";
     for (int r = 0; r < m; ++r) {
       const float* row = l.data() + size_t(r) * n;
       const auto& p = ps[size_t(r)];
