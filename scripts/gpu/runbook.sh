@@ -13,6 +13,8 @@
 #                                   whole GPU and 16 SMs                                  (≈ 250 s)
 #   bash scripts/gpu/runbook.sh 5   carry .devpack-a: decode GEMM tests, memcheck of all kernel
 #                                   tests but the prefill one                             (≤ 400 s)
+#   bash scripts/gpu/runbook.sh 6   carry .devpack-a: GpuFused tests, sampler memcheck, small-op
+#                                   and sampler timings                                   (≈ 100 s)
 # Writes under $OUT (gp.tar.xz / e2e.tar.xz), as the scripts it calls.
 set -u
 cd "$(dirname "$0")/../.."
@@ -53,8 +55,14 @@ case "${1:-}" in
     TESTS='GpuW4Decode.*' SAN='*:-GpuAttention.PrefillHopperKernel' SAN_LIMIT=${SAN_LIMIT:-380} \
       exec bash scripts/gpu/gemm_prof_run.sh
     ;;
+  6)
+    # The small fused ops' tests (the sampler with and without its candidate list), memcheck of
+    # the sampler test, and the small ops (sample_rows included) timed whole GPU and 16 SMs.
+    TESTS='GpuFused.*' SAN='GpuFused.SampleRows*' SAN_LIMIT=150 BENCH_TAIL=40 \
+      BENCH='/tmp/ab/kb fused;/tmp/ab/kb fused --green 16' exec bash scripts/gpu/gemm_prof_run.sh
+    ;;
   *)
-    echo "usage: $0 1|2|3|4|5 (BENCHMARKS.md, First device calls)" >&2
+    echo "usage: $0 1|2|3|4|5|6 (BENCHMARKS.md, First device calls)" >&2
     exit 2
     ;;
 esac
