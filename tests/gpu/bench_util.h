@@ -130,4 +130,7 @@ inline void fill_random(void* d, size_t bytes, uint64_t seed, bool bf16_normal) 
     CK(cudaMemcpy(static_cast<char*>(d) + off, d, std::min(chunk, bytes - off), cudaMemcpyDeviceToDevice));
 }
 
+// The small fused ops (bench_fused.cpp).
+void bench_fused();
+
 }  // namespace g4c::gpubench
