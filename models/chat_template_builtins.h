@@ -20,7 +20,7 @@ struct EvalError : std::runtime_error {
 struct Limits {
   size_t max_string_bytes = size_t(16) << 20;  // any string value, and the rendered prompt
   size_t max_list_items = size_t(1) << 20;      // range() and list building
-  size_t max_steps = 20'000'000;                // evaluated nodes per render
+  size_t max_steps = 2'000'000;                 // evaluated nodes per render (a 1,000-turn Gemma chat: ~0.1 M)
   int max_call_depth = 64;                      // nested macro calls
 };
 

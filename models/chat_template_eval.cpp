@@ -147,6 +147,8 @@ class Evaluator {
     Value v = eval(*s.expr, scope);
     if (!s.set_attr) return bind_targets(s.targets, v, *scope, s.line);
     const Value ns = lookup(scope, s.targets[0]);
+    if (v.kind == K::Namespace) fail(s.line, "a namespace cannot be stored in a namespace");
+    if (v.depth + 1 > Value::kMaxDepth) fail(s.line, "value nested deeper than " + std::to_string(Value::kMaxDepth) + " levels");
     if (ns.kind != K::Namespace)
       fail(s.line, "cannot set attribute '" + s.targets[1] + "' of '" + s.targets[0] + "', a " + ns.type_name() + " (only a namespace() can be assigned to)");
     for (auto& [k, x] : *ns.dict) {
@@ -212,6 +214,13 @@ class Evaluator {
       fail(e.line, x.what());
     } catch (const RaisedError& x) {
       throw Positioned(origin_ + ":" + std::to_string(e.line) + ": chat template raised an exception: " + x.what());
+    } catch (const Positioned&) {
+      throw;
+    } catch (const g4c::Error& x) {  // from the value type: no position yet
+      std::string what = x.what();
+      const std::string prefix = "chat template: ";
+      if (what.compare(0, prefix.size(), prefix) == 0) what = what.substr(prefix.size());
+      fail(e.line, what);
     }
   }
 

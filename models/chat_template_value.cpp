@@ -11,7 +11,51 @@
 
 namespace g4c::models::jinja {
 
-Value Value::from_json(const nlohmann::json& j) {
+namespace {
+
+uint32_t child_depth(const Value& child) {
+  if (child.kind == Value::Kind::Namespace)
+    throw g4c::Error("chat template: a namespace cannot be stored in a list, dict or namespace");
+  return child.depth;
+}
+
+uint32_t checked_depth(uint32_t inner) {
+  if (inner + 1 > Value::kMaxDepth)
+    throw g4c::Error("chat template: value nested deeper than " + std::to_string(Value::kMaxDepth) + " levels");
+  return inner + 1;
+}
+
+}  // namespace
+
+Value Value::make_list(List x) {
+  uint32_t inner = 0;
+  for (const auto& v : x) inner = std::max(inner, child_depth(v));
+  Value v;
+  v.kind = Kind::List;
+  v.depth = checked_depth(inner);
+  v.list = std::make_shared<const List>(std::move(x));
+  return v;
+}
+
+Value Value::make_dict(Dict x) {
+  uint32_t inner = 0;
+  for (const auto& e : x) inner = std::max(inner, child_depth(e.second));
+  Value v;
+  v.kind = Kind::Dict;
+  v.depth = checked_depth(inner);
+  v.dict = std::make_shared<Dict>(std::move(x));
+  return v;
+}
+
+Value Value::make_namespace(Dict x) {
+  Value v = make_dict(std::move(x));
+  v.kind = Kind::Namespace;
+  return v;
+}
+
+Value Value::from_json(const nlohmann::json& j, uint32_t depth) {
+  if (depth > kMaxDepth)
+    throw g4c::Error("chat template: JSON input nested deeper than " + std::to_string(kMaxDepth) + " levels");
   switch (j.type()) {
     case nlohmann::json::value_t::null: return none();
     case nlohmann::json::value_t::boolean: return boolean(j.get<bool>());
@@ -31,13 +75,13 @@ Value Value::from_json(const nlohmann::json& j) {
     case nlohmann::json::value_t::array: {
       List items;
       items.reserve(j.size());
-      for (const auto& x : j) items.push_back(from_json(x));
+      for (const auto& x : j) items.push_back(from_json(x, depth + 1));
       return make_list(std::move(items));
     }
     case nlohmann::json::value_t::object: {
       Dict items;
       items.reserve(j.size());
-      for (auto it = j.begin(); it != j.end(); ++it) items.emplace_back(it.key(), from_json(it.value()));
+      for (auto it = j.begin(); it != j.end(); ++it) items.emplace_back(it.key(), from_json(it.value(), depth + 1));
       return make_dict(std::move(items));
     }
     default: throw g4c::Error("chat template: unsupported JSON value (binary) in the template variables");

@@ -27,6 +27,7 @@ using Callable = std::function<Value(std::vector<Value>& args, KwArgs& kwargs)>;
 struct Value {
   enum class Kind { Undefined, None, Bool, Int, Float, String, List, Dict, Namespace, Function };
   Kind kind = Kind::Undefined;
+  uint32_t depth = 0;  // nesting of lists/dicts/namespaces
   bool b = false;
   int64_t i = 0;
   double f = 0;
@@ -41,19 +42,17 @@ struct Value {
   static Value integer(int64_t x) { Value v; v.kind = Kind::Int; v.i = x; return v; }
   static Value floating(double x) { Value v; v.kind = Kind::Float; v.f = x; return v; }
   static Value string(std::string x) { Value v; v.kind = Kind::String; v.s = std::move(x); return v; }
-  static Value make_list(List x) {
-    Value v; v.kind = Kind::List; v.list = std::make_shared<const List>(std::move(x)); return v;
-  }
-  static Value make_dict(Dict x) {
-    Value v; v.kind = Kind::Dict; v.dict = std::make_shared<Dict>(std::move(x)); return v;
-  }
-  static Value make_namespace(Dict x) {
-    Value v = make_dict(std::move(x)); v.kind = Kind::Namespace; return v;
-  }
+  // Lists and dicts track their nesting depth (at most kMaxDepth) and may not hold a
+  // namespace: values stay acyclic and shallow enough for recursive printing, comparison
+  // and destruction. Both throw g4c::Error otherwise.
+  static constexpr uint32_t kMaxDepth = 256;
+  static Value make_list(List x);
+  static Value make_dict(Dict x);
+  static Value make_namespace(Dict x);
   static Value function(Callable c) {
     Value v; v.kind = Kind::Function; v.fn = std::make_shared<const Callable>(std::move(c)); return v;
   }
-  static Value from_json(const nlohmann::json& j);
+  static Value from_json(const nlohmann::json& j, uint32_t depth = 0);
 
   bool is_undefined() const { return kind == Kind::Undefined; }
   bool is_none() const { return kind == Kind::None; }
