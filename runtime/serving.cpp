@@ -78,7 +78,8 @@ GenerationRequest to_request(const json& j, const models::Tokenizer* tok, const 
       const json& k = s["top_k"];
       // As vLLM: -1 disables the filter; otherwise at least 1 (above the vocabulary: all tokens).
       if (!k.is_number_integer()) throw std::invalid_argument("sampling_params.top_k must be an integer (-1: no top-k)");
-      if (k.is_number_unsigned()) {
+      if (k.is_number_unsigned()) {  // (every non-negative JSON integer)
+        if (k.get<uint64_t>() == 0) throw std::invalid_argument("sampling_params.top_k must be -1 (no top-k) or >= 1, not 0");
         r.sampling.top_k = int(std::min<uint64_t>(k.get<uint64_t>(), INT32_MAX));
       } else {
         const auto v = k.get<int64_t>();
