@@ -326,7 +326,7 @@ void run_bench(const BenchArgs& a) {
   }
   for (const auto& path : a.compare) {
     try {
-      reports.push_back(json::parse(read_file(path)));
+      reports.push_back(json::parse(models::read_regular_file(path, "bench report", uint64_t(256) << 20)));
     } catch (const json::exception& e) {
       throw Error(path + ": not a bench report JSON (" + e.what() + ")");
     }

@@ -18,6 +18,8 @@
 #include "models/error.h"
 #include "models/input_file.h"
 #include "models/progress.h"
+#include "models/safetensors.h"
+#include "models/tensor_check.h"
 #include "models/tokenizer.h"
 #include "runtime/engine.h"
 #include "runtime/serving.h"
@@ -89,6 +91,18 @@ void check_sequence_length(const std::filesystem::path& dir, int max_seq_len) {
                 (dir / "config.json").string() + ")");
 }
 
+// NaN/inf in the embedding make every logit NaN and every generated token 0, silently: say so.
+// (The embedding is mapped, not copied: one pass over its bytes.)
+void warn_nonfinite_embedding(const std::filesystem::path& dir) {
+  const auto ckpt = models::Checkpoint::open(dir);
+  const std::string name = "embed_tokens.weight";
+  if (!ckpt->has(name)) return;
+  const auto view = ckpt->get(name);
+  if (const int64_t bad = models::count_nonfinite(view); bad > 0)
+    std::fprintf(stderr, "warning: %s: tensor '%s' holds %lld non-finite values (NaN/inf): its tokens' logits are NaN\n",
+                 view.info->file.c_str(), view.info->name.c_str(), (long long)bad);
+}
+
 void run(const RunArgs& a) {
   const std::filesystem::path dir = a.model;
   // Refuse before anything is opened for writing (an --output naming --input would truncate it).
@@ -120,6 +134,7 @@ void run(const RunArgs& a) {
   if (a.kv_shared && !a.plan.empty())
     throw Error("--kv-shared is a compile option: pass it to g4c compile, not with --plan");
   auto engine = runtime::Engine::open(dir, plan_for(a), eo, runtime::backend_for_flags(a.dev, dir));
+  warn_nonfinite_embedding(dir);
   if (!a.save_plan.empty()) engine->plan().save(a.save_plan);
 
   runtime::ServeOptions so;
