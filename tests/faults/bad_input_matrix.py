@@ -68,6 +68,11 @@ GOOD = '{"input_ids": [2, 818, 2050], "max_new_tokens": 3}'
 BASE = ["--model", TINY, "--plan", PLAN, "--batch-size", "2", "--max-sequence-length", "64", "--ignore-eos"]
 
 
+def base(batch="2", max_len="64"):
+    """BASE with other values (CLI11 refuses an option given twice)."""
+    return ["--model", TINY, "--plan", PLAN, "--batch-size", batch, "--max-sequence-length", max_len, "--ignore-eos"]
+
+
 def run_lines(name, bad_line, want_msgs, bad_ok=False):
     """A good request, the hostile line, a good request: the hostile line fails alone (or, with
     bad_ok, is served), with its file:line in the message; both good requests are served."""
@@ -285,11 +290,11 @@ else:
     failures.append("g4c synth --int4 failed: " + out)
 
 # ---- flags ----
-rc, out = g4c("run", *BASE, "--input", req, "--output", path("o.jsonl"), "--max-sequence-length", "2000000000")
+rc, out = g4c("run", *base(max_len="2000000000"), "--input", req, "--output", path("o.jsonl"))
 case("run --max-sequence-length 2000000000", rc, out, 1, ["exceeds the model's context of 8192 tokens"])
 rc, out = g4c("run", *BASE, "--input", req, "--output", path("o.jsonl"), "--kv-shared")
 case("run --kv-shared with --plan (conflict)", rc, out, 1, ["--kv-shared is a compile option"])
-rc, out = g4c("run", *BASE, "--input", req, "--output", path("o.jsonl"), "--batch-size", "0")
+rc, out = g4c("run", *base(batch="0"), "--input", req, "--output", path("o.jsonl"))
 case("run --batch-size 0", rc, out, 1, ["batch size"])
 rc, out = g4c("run", *BASE, "--input", req, "--output", path("o.jsonl"), "--no-such-flag")
 case("run --no-such-flag", rc, out, None, ["--no-such-flag"])
@@ -305,7 +310,7 @@ with open(many, "w") as f:
     for i in range(200):
         f.write('{"input_ids": [2, %d, 7], "max_new_tokens": 40}\n' % (100 + i))
 outp, summ = path("int_out.jsonl"), path("int_summary.json")
-p = subprocess.Popen([G4C, "run", *BASE[:4], "--batch-size", "1", "--ignore-eos", "--input", many, "--output", outp,
+p = subprocess.Popen([G4C, "run", *base(batch="1", max_len="256"), "--input", many, "--output", outp,
                       "--summary", summ], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 deadline = time.time() + TIMEOUT
 while time.time() < deadline and (not os.path.exists(outp) or os.path.getsize(outp) == 0) and p.poll() is None:
