@@ -127,6 +127,7 @@ std::vector<ParsedRequest> parse_requests(std::istream& in, const std::string& f
       continue;  // blank lines are not requests
     ParsedRequest p;
     p.request.id = std::to_string(out.size());
+    p.line = reader.line_number();
     if (st == models::LineReader::Status::TooLong) {
       p.error = where + "line longer than " + std::to_string(opts.max_line_bytes) + " bytes";
     } else {
@@ -221,6 +222,8 @@ ServeSummary serve_jsonl(Engine& engine, const models::Tokenizer* tok, std::istr
       GenerationResult c = r;
       const size_t i = size_t(good_index.at(size_t(r.index)));
       c.index = int(i);
+      // The engine names the request; the user needs its line.
+      if (c.finish_reason == "error") c.error = file + ":" + std::to_string(parsed[i].line) + ": " + c.error;
       finished(i, std::move(c));
     });
   } catch (const Interrupted&) {

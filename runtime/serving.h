@@ -26,6 +26,7 @@ namespace g4c::runtime {
 struct ParsedRequest {
   GenerationRequest request;  // request.id = the request's index (0-based line number of non-blank lines)
   std::string error;          // non-empty: the line could not be turned into a request
+  int line = 0;               // 1-based line of the stream it came from
 };
 
 struct ServeOptions {
