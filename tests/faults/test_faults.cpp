@@ -40,8 +40,8 @@ std::vector<GenerationRequest> requests(int n, int prompt_len, int new_tokens) {
 }
 
 TEST(Faults, AllocationFailureMidRunIsAClearErrorAndKeepsWrittenOutputs) {
-  // Fails the first growth of the step values after `armed` is set: the second batch of the
-  // run is larger than the first (more sequences running), so the fault lands mid-run.
+  // Fails every growth of the step values once `armed` is set (after open(), before serving):
+  // the first step of the run fails, after the output line of the malformed request is written.
   std::atomic<bool> armed{false};
   std::atomic<int> faults{0};
   auto e = open_tiny({.max_sequences = 4}, [&](size_t, const char* what) {
