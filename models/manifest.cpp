@@ -113,7 +113,35 @@ Manifest parse_manifest(const json& j, const std::string& file) {
       q.out = integer("out_features");
       q.in = integer("in_features");
     }
+    // Bounded so padded_in and the byte sizes below stay far from int64 overflow.
+    if (q.out > (int64_t(1) << 31) || q.in > (int64_t(1) << 31) || q.group_size > (1 << 30))
+      throw fail(w + "shape", "is larger than 2^31 in a dimension (or group_size above 2^30)");
     q.padded_in = int4::padded_in(q.in, q.group_size);
+    // The redundant fields, when present, must say what the shape implies: a manifest that
+    // disagrees with itself is corrupt, and the tensors are checked against the implied shapes.
+    auto agree = [&](const char* k, const std::vector<int64_t>& want) {
+      if (!e.contains(k) || e[k].is_null()) return;
+      const json& v = e[k];
+      bool ok = v.is_array() && v.size() == want.size();
+      for (size_t i = 0; ok && i < want.size(); ++i) ok = v[i].is_number_integer() && v[i].get<int64_t>() == want[i];
+      if (!ok) {
+        std::string ws = "[";
+        for (size_t i = 0; i < want.size(); ++i) ws += (i ? ", " : "") + std::to_string(want[i]);
+        throw fail(w + k, "is " + v.dump() + " but shape [" + std::to_string(q.out) + ", " + std::to_string(q.in) +
+                              "] with group_size " + std::to_string(q.group_size) + " implies " + ws + "]");
+      }
+    };
+    auto agree_int = [&](const char* k, int64_t want) {
+      if (!e.contains(k) || e[k].is_null()) return;
+      if (!e[k].is_number_integer() || e[k].get<int64_t>() != want)
+        throw fail(w + k, "is " + e[k].dump() + " but the shape implies " + std::to_string(want));
+    };
+    agree_int("out_features", q.out);
+    agree_int("in_features", q.in);
+    agree_int("padded_in_features", q.padded_in);
+    agree("qweight_shape", {q.out, q.padded_in / 2});
+    agree("scales_shape", {q.out, q.padded_in / q.group_size});
+    if (!q.symmetric) agree("zeros_shape", {q.out, q.padded_in / q.group_size});
     q.packing = e.contains("packing") ? str("packing") : "uint8_little_nibble";
     if (q.packing != "uint8_little_nibble")
       throw fail(w + "packing", "is '" + q.packing + "', only uint8_little_nibble is supported");

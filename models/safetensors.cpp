@@ -204,6 +204,24 @@ std::string strip_prefix(const std::string& name, std::string* which) {
 
 }  // namespace
 
+SafetensorsIndex parse_safetensors_index(const json& j, const std::string& file) {
+  if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
+    throw Error(file + ": field 'weight_map' is missing or not an object");
+  SafetensorsIndex out;
+  const json& weight_map = j["weight_map"];
+  std::set<std::string> seen;
+  for (auto it = weight_map.begin(); it != weight_map.end(); ++it) {
+    if (!it.value().is_string()) throw Error(file + ": weight_map entry '" + it.key() + "' is not a file name");
+    std::string s = it.value().get<std::string>();
+    if (s.empty() || s.find('/') != std::string::npos || s.find('\0') != std::string::npos || s == "." || s == "..")
+      throw Error(file + ": weight_map names shard '" + s + "', which is not a plain file name");
+    if (seen.insert(s).second) out.shards.push_back(s);
+    out.weight_map.emplace_back(it.key(), std::move(s));
+  }
+  std::sort(out.shards.begin(), out.shards.end());
+  return out;
+}
+
 std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& dir, bool header_only) {
   std::unique_ptr<Checkpoint> ck(new Checkpoint());
   ck->dir_ = dir;
@@ -211,22 +229,10 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& dir, bool header_on
   const fs::path index = dir / "model.safetensors.index.json";
   const fs::path single = dir / "model.safetensors";
   std::vector<std::string> shard_names;
-  json weight_map;
+  SafetensorsIndex parsed;
   if (fs::exists(index)) {
-    json j = read_json_file(index);
-    if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
-      throw Error(index.string() + ": field 'weight_map' is missing or not an object");
-    weight_map = j["weight_map"];
-    std::set<std::string> seen;
-    for (auto it = weight_map.begin(); it != weight_map.end(); ++it) {
-      if (!it.value().is_string())
-        throw Error(index.string() + ": weight_map entry '" + it.key() + "' is not a file name");
-      std::string s = it.value().get<std::string>();
-      if (s.empty() || s.find('/') != std::string::npos || s == "." || s == "..")
-        throw Error(index.string() + ": weight_map names shard '" + s + "', which is not a plain file name");
-      if (seen.insert(s).second) shard_names.push_back(s);
-    }
-    std::sort(shard_names.begin(), shard_names.end());
+    parsed = parse_safetensors_index(read_json_file(index), index.string());
+    shard_names = parsed.shards;
     for (const std::string& s : shard_names)
       if (!fs::exists(dir / s))
         throw Error(index.string() + ": shard '" + s + "' named in the index is missing from " + dir.string());
@@ -250,11 +256,10 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& dir, bool header_on
     }
   }
   // Every tensor the index names must be in the shard it names.
-  for (auto it = weight_map.begin(); it != weight_map.end(); ++it) {
-    const std::string shard = it.value().get<std::string>();
+  for (const auto& [tensor, shard] : parsed.weight_map) {
     size_t idx = size_t(std::find(shard_names.begin(), shard_names.end(), shard) - shard_names.begin());
-    if (!ck->files_[idx]->find(it.key()))
-      throw Error(index.string() + ": tensor '" + it.key() + "' is mapped to " + shard + ", which does not contain it");
+    if (!ck->files_[idx]->find(tensor))
+      throw Error(index.string() + ": tensor '" + tensor + "' is mapped to " + shard + ", which does not contain it");
   }
   int best = -1;
   for (auto& [p, n] : prefix_votes)

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "models/dtype.h"
 
 namespace g4c::models {
@@ -73,6 +75,14 @@ class SafetensorsFile {
   std::map<std::string, size_t> index_;
   std::map<std::string, std::string> metadata_;
 };
+
+// model.safetensors.index.json: tensor name → shard file name (a plain file name, never a path).
+struct SafetensorsIndex {
+  std::vector<std::pair<std::string, std::string>> weight_map;  // (tensor, shard) in file order
+  std::vector<std::string> shards;                              // distinct shard names, sorted
+};
+// Throws g4c::Error naming `file` and the field.
+SafetensorsIndex parse_safetensors_index(const nlohmann::json& j, const std::string& file);
 
 // A whole checkpoint directory: model.safetensors, or model.safetensors.index.json
 // with its shards. Tensor names are looked up without the model prefix

@@ -93,7 +93,13 @@ class Backend {
   virtual size_t peak_bytes() const = 0;
 };
 
+// Fault injection for tests, owned by one backend instance: asked before each allocation of
+// KV storage or step values with its size and what it is for; returning true makes that
+// allocation fail as an exhausted heap would (std::bad_alloc), which the backend reports as a
+// g4c::Error naming the allocation.
+using AllocationFault = std::function<bool(size_t bytes, const char* what)>;
+
 // The CPU reference backend. threads <= 0: hardware concurrency.
-std::unique_ptr<Backend> make_cpu_backend(int threads);
+std::unique_ptr<Backend> make_cpu_backend(int threads, AllocationFault fault = {});
 
 }  // namespace g4c::runtime

@@ -14,7 +14,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "models/config.h"
 #include "models/error.h"
+#include "models/input_file.h"
 #include "models/progress.h"
 #include "models/tokenizer.h"
 #include "runtime/cuda_backend/select.h"
@@ -41,12 +43,17 @@ struct BenchArgs {
   runtime::DeviceFlags dev;
 };
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(path + ": cannot open");
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
+// The requests file, whole: a regular file of at most 1 GiB (the serving read's bound) holding at
+// least one request line.
+std::string read_requests(const std::string& path) {
+  std::string text = models::read_regular_file(path, "requests file", runtime::ServeOptions{}.max_input_bytes);
+  if (text.find('\0') != std::string::npos)
+    throw Error(path + ": binary data (a NUL byte): not a jsonl requests file");
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.find_first_not_of(" \t\r") != std::string::npos) return text;
+  throw Error(path + ": no requests (the file holds no non-blank line): nothing to time");
 }
 
 // The same requests with max_new_tokens 1: the prefill-only workload. Lines that are not JSON
@@ -166,7 +173,7 @@ std::string utc_now() {
 
 json bench(const BenchArgs& a) {
   const std::filesystem::path dir = a.model;
-  const std::string jsonl = read_file(a.input), prefill_jsonl = prefill_only(jsonl);
+  const std::string jsonl = read_requests(a.input), prefill_jsonl = prefill_only(jsonl);
   std::unique_ptr<models::Tokenizer> tok;
   if (std::filesystem::exists(dir / "tokenizer.json")) tok = models::Tokenizer::load(dir / "tokenizer.json");
 
@@ -176,7 +183,13 @@ json bench(const BenchArgs& a) {
 
   runtime::EngineOptions eo;
   eo.max_sequences = a.batch_size;
+  // The longest request, within the model's context (a larger max_new_tokens stops at the cap).
+  const int context = models::load_model_config(dir).max_position_embeddings;
   eo.max_seq_len = a.max_seq_len > 0 ? a.max_seq_len : longest_request(jsonl, tok.get(), a.max_new_tokens);
+  if (a.max_seq_len <= 0 && context > 0) eo.max_seq_len = std::min(eo.max_seq_len, context);
+  if (context > 0 && eo.max_seq_len > context)
+    throw Error("--max-sequence-length " + std::to_string(eo.max_seq_len) + " exceeds the model's context of " +
+                std::to_string(context) + " tokens (max_position_embeddings in " + (dir / "config.json").string() + ")");
   eo.threads = a.threads;
   eo.token_budget = runtime::step_token_budget(a.dev, a.token_budget);
   eo.chunk_tokens = a.chunk;
@@ -292,6 +305,7 @@ void run_bench(const BenchArgs& a) {
   std::vector<json> reports;
   if (!a.plot_only) {
     if (a.model.empty() || a.input.empty()) throw Error("bench: --model and --input are required (or --plot-only)");
+    if (!a.report.empty()) models::check_output_distinct(a.report, "--report", a.input, "--input");
     if (a.repeat < 1) throw Error("bench: --repeat must be at least 1");
     if (a.warmup < 0) throw Error("bench: --warmup must be non-negative");
     json rep = bench(a);
@@ -299,6 +313,8 @@ void run_bench(const BenchArgs& a) {
       std::ofstream f(a.report);
       if (!f) throw Error(a.report + ": cannot write report");
       f << rep.dump(2) << "\n";
+      f.close();
+      if (!f) throw Error(a.report + ": write failed (disk full or I/O error): the report is not written");
     }
     std::fprintf(stderr, "%s: median %.3f s (min %.3f, max %.3f), %.1f tok/s, roofline prefill %.1f%% decode %.1f%%\n",
                  rep["label"].get<std::string>().c_str(), rep["elapsed_s"]["median"].get<double>(),
@@ -310,7 +326,7 @@ void run_bench(const BenchArgs& a) {
   }
   for (const auto& path : a.compare) {
     try {
-      reports.push_back(json::parse(read_file(path)));
+      reports.push_back(json::parse(models::read_regular_file(path, "bench report", uint64_t(256) << 20)));
     } catch (const json::exception& e) {
       throw Error(path + ": not a bench report JSON (" + e.what() + ")");
     }

@@ -25,7 +25,7 @@ struct KvStore {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int threads) : pool_(threads) {}
+  CpuBackend(int threads, AllocationFault fault) : pool_(threads), fault_(std::move(fault)) {}
   const char* name() const override { return "cpu"; }
 
   void prepare(const plan::Plan& plan, const WeightStore& weights, const KvSizes& sizes) override {
@@ -38,8 +38,9 @@ class CpuBackend final : public Backend {
       s.row = l->num_kv_heads() * l->head_dim();
       s.unit = l->kind() == fb::KvKind::Ring ? l->capacity() : l->block_size();
       const size_t units = l->kind() == fb::KvKind::Ring ? sizes.ring_slots : sizes.num_blocks;
-      if (!l->kv_shared()) s.k.assign(units * s.unit * s.row, 0.0f);
-      s.v.assign(units * s.unit * s.row, 0.0f);
+      const size_t n = units * s.unit * s.row;
+      if (!l->kv_shared()) allocate(s.k, n, "KV cache (K)");
+      allocate(s.v, n, "KV cache (V)");
       kv_.push_back(std::move(s));
     }
     values_.assign(plan->values()->size(), {});
@@ -55,7 +56,7 @@ class CpuBackend final : public Backend {
     if (first == 0) {
       size_t bytes = 0;
       for (int i = 0; i < int(vals->size()); ++i) {
-        values_[i].resize(size_t(rows_of(i)) * vals->Get(i)->cols());
+        allocate(values_[i], size_t(rows_of(i)) * vals->Get(i)->cols(), "step values");
         bytes += values_[i].size() * 4;
       }
       peak_ = std::max(peak_, bytes_now_ + bytes);
@@ -90,6 +91,18 @@ class CpuBackend final : public Backend {
       case fb::RowSpace::LogitRows: return int(batch_->logit_rows.size());
       case fb::RowSpace::Sequences: return int(batch_->seqs.size());
       default: return batch_->num_tokens();
+    }
+  }
+  // Sizes `v` to n floats (zero-filled where it grows); a failed allocation, real or injected,
+  // becomes a g4c::Error naming it, and `v` keeps its old contents.
+  void allocate(std::vector<float>& v, size_t n, const char* what) {
+    try {
+      if (n > v.size() && fault_ && fault_((n - v.size()) * sizeof(float), what)) throw std::bad_alloc();
+      v.resize(n);
+    } catch (const std::bad_alloc&) {
+      throw Error("cpu backend: out of memory allocating " + std::to_string(n * sizeof(float)) + " bytes for " + what);
+    } catch (const std::length_error&) {
+      throw Error("cpu backend: " + std::to_string(n) + " floats for " + what + " exceed the address space");
     }
   }
   float* val(int id) { return values_[id].data(); }
@@ -278,10 +291,13 @@ class CpuBackend final : public Backend {
   LinearObserver observer_;
   std::vector<float> scratch_[2];  // step temporaries (see QkNormRopeKvWrite)
   size_t bytes_now_ = 0, peak_ = 0;
+  AllocationFault fault_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(int threads) { return std::make_unique<CpuBackend>(threads); }
+std::unique_ptr<Backend> make_cpu_backend(int threads, AllocationFault fault) {
+  return std::make_unique<CpuBackend>(threads, std::move(fault));
+}
 
 }  // namespace g4c::runtime

@@ -65,7 +65,8 @@ void* CudaBackend::dmalloc(size_t bytes, const char* what) {
   bytes = align256(bytes);
   device_->reserve(bytes, what, breakdown());
   void* p = nullptr;
-  check(cudaMalloc(&p, bytes), what);
+  const bool injected = opts_.alloc_fault && opts_.alloc_fault(bytes, what);
+  check(injected ? cudaErrorMemoryAllocation : cudaMalloc(&p, bytes), what);
   allocs_.push_back(p);
   device_->check_budget(what, breakdown());
   return p;

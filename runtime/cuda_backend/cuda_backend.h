@@ -27,6 +27,9 @@ namespace g4c::runtime {
 
 struct CudaOptions {
   std::filesystem::path model_dir;      // INT4 Linears are read raw from here; empty → dense BF16 from the store
+  // Fault injection for tests (runtime/backend.h): asked before each device allocation with its
+  // rounded size and purpose; true makes it fail as cudaErrorMemoryAllocation would.
+  AllocationFault alloc_fault;
   int device = 0;
   std::string emulate;                  // "" (whole device) or "1g.10gb" (16-SM green context, 9984 MiB cap)
   size_t budget_bytes = 9984ull << 20;  // whole-process device bytes; 0 = no budget

@@ -8,6 +8,7 @@
 
 #include "models/config.h"
 #include "models/error.h"
+#include "models/input_file.h"
 #include "models/safetensors.h"
 
 namespace g4c::plan {
@@ -256,16 +257,17 @@ Plan Plan::from_bytes(std::vector<uint8_t> bytes, const std::string& name) {
 }
 
 Plan Plan::load_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path.string() + ": cannot open plan file");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return from_bytes(std::move(bytes), path.string());
+  // A plan holds no weights: the 12B plan is under 1 MB, so 256 MiB bounds a wrong file.
+  const std::string text = models::read_regular_file(path, "plan file", uint64_t(256) << 20);
+  return from_bytes(std::vector<uint8_t>(text.begin(), text.end()), path.string());
 }
 
 void Plan::save(const std::filesystem::path& path) const {
   std::ofstream out(path, std::ios::binary);
+  if (!out) throw Error(path.string() + ": cannot open plan file for writing");
   out.write(reinterpret_cast<const char*>(bytes_.data()), std::streamsize(bytes_.size()));
-  if (!out) throw Error(path.string() + ": cannot write plan file");
+  out.close();
+  if (!out) throw Error(path.string() + ": cannot write plan file (write error)");
 }
 
 int Plan::find_weight(const std::string& n) const {
