@@ -7,6 +7,7 @@
 // (`| name(args)`) and tests (`is [not] name`) on a primary with attribute access,
 // subscripts, slices and calls. Anything else (call/filter blocks, include, extends, block
 // set, `for ... if`, ...) is an error naming the line and the construct.
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -484,7 +485,7 @@ class Parser {
       }
       case T::Float: {
         auto e = lit(Expr::LitKind::Float);
-        e->floating = std::stod(next().value);
+        e->floating = std::strtod(next().value.c_str(), nullptr);  // overflow → inf, never throws
         return e;
       }
       case T::Name: {

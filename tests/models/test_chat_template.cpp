@@ -211,6 +211,7 @@ TEST(ChatTemplateLanguage, ExpressionsAndLiterals) {
   EXPECT_EQ(render("{{ 'b' in 'abc' }}{{ 'x' not in ['x'] }}{{ 'k' in {'k': 1} }}{{ not none }}"), "truefalsetruetrue");
   EXPECT_EQ(render("{{ 'y' if 1 > 2 else 'n' }}{{ 'z' if false }}|{{ 0 or 'd' }}{{ 1 and 'e' }}"), "n|de");
   EXPECT_EQ(render("{{ {'a': [1, none, true, 'x']} }}"), "{\"a\": [1, null, true, \"x\"]}");
+  EXPECT_EQ(render("{{ " + std::string(400, '9') + ".5 > 1 }}"), "true");  // overflows a double: inf, no crash
   EXPECT_EQ(render("{{ 'it\\'s\\n' }}{{ \"q\\\"\" }}"), "it's\nq\"");
   // Undefined: attribute of undefined is undefined and prints as nothing.
   EXPECT_EQ(render("[{{ missing }}{{ missing.attr.deeper }}{{ d.nope }}]{{ missing is defined }}{{ d.k is defined }}",
