@@ -1,4 +1,4 @@
-// Ops of the `g4` dialect. C++ holds only the verifiers (G4Ops.cpp).
+// Ops of the `g4` dialect. C++ holds only the verifiers (G4Dialect.cpp).
 #ifndef G4_OPS_TD
 #define G4_OPS_TD
 

@@ -16,6 +16,7 @@
 #include "models/manifest.h"
 #include "models/progress.h"
 #include "models/safetensors.h"
+#include "models/xz.h"
 
 namespace g4c::models {
 
@@ -140,20 +141,10 @@ void copy_tokenizer(const fs::path& src, const fs::path& out_dir) {
   const fs::path dst = out_dir / "tokenizer.json";
   if (!fs::exists(src)) throw Error(src.string() + ": tokenizer not found");
   if (src.extension() == ".xz") {
-    // Decompressed with the xz tool (keeps liblzma out of g4c_models).
-    const std::string s = src.string();
-    if (s.find('\'') != std::string::npos) throw Error(s + ": path with a quote is not supported");
-    FILE* p = popen(("xz -dc '" + s + "'").c_str(), "r");
-    if (!p) throw Error(s + ": cannot run xz -dc");
+    const std::string text = read_xz_file(src);
     std::ofstream out(dst, std::ios::binary | std::ios::trunc);
-    std::vector<char> buf(1 << 20);
-    size_t n, total = 0;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) {
-      out.write(buf.data(), std::streamsize(n));
-      total += n;
-    }
-    int rc = pclose(p);
-    if (rc != 0 || total == 0 || !out) throw Error(s + ": xz -dc failed (is xz installed?)");
+    out.write(text.data(), std::streamsize(text.size()));
+    if (!out) throw Error(dst.string() + ": write failed");
   } else {
     fs::copy_file(src, dst, fs::copy_options::overwrite_existing);
   }

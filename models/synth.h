@@ -37,7 +37,7 @@ struct SynthOptions {
   uint64_t seed = 0;
   bool header_only = false;      // headers only, no data sections
   std::filesystem::path out_dir;
-  // tokenizer.json or tokenizer.json.xz to copy (xz is decompressed with `xz -dc`);
+  // tokenizer.json or tokenizer.json.xz to copy (.xz is decompressed with liblzma);
   // empty: no tokenizer is written.
   std::filesystem::path tokenizer;
   int threads = 0;               // 0: hardware concurrency

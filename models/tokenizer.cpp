@@ -16,6 +16,7 @@
 #include "models/tokenizer_bpe.h"
 #include "models/tokenizer_json.h"
 #include "models/tokenizer_pipeline.h"
+#include "models/xz.h"
 
 namespace g4c::models {
 namespace {
@@ -308,6 +309,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_json_text(std::string_view json_text,
 
 std::unique_ptr<Tokenizer> Tokenizer::load(const std::filesystem::path& tokenizer_json) {
   const std::string name = tokenizer_json.string();
+  if (tokenizer_json.extension() == ".xz") return from_json_text(read_xz_file(tokenizer_json), name);
   // mmap: no zero-filled 33 MB buffer and no copy (the file is read once, by the parser).
   const int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error(name + ": cannot open tokenizer.json: " + std::strerror(errno));

@@ -16,7 +16,7 @@ namespace g4c::models {
 
 class Tokenizer {
  public:
-  // Loads tokenizer.json (tokenizer.json.xz is NOT handled here: decompress first).
+  // Loads tokenizer.json, or tokenizer.json.xz (decompressed in memory with liblzma).
   // Throws g4c::Error naming the file for unsupported model/normalizer/pre-tokenizer/
   // decoder/post-processor types, missing or ill-typed fields, or malformed JSON.
   static std::unique_ptr<Tokenizer> load(const std::filesystem::path& tokenizer_json);

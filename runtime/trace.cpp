@@ -1,12 +1,13 @@
 // Chrome-trace JSON writer (see trace.h).
 #include "runtime/trace.h"
 
-#include <cstdio>
 #include <fstream>
 
 #include "models/error.h"
 
 namespace g4c::runtime {
+
+using nlohmann::json;
 
 TraceWriter::TraceWriter(std::filesystem::path path) : path_(std::move(path)), t0_(std::chrono::steady_clock::now()) {
   name_track(kHost, "host / scheduler");
@@ -23,62 +24,38 @@ double TraceWriter::now_us() const {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0_).count();
 }
 
-std::string TraceWriter::quote(const std::string& s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += char(c);
-    } else if (c < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      o += b;
-    } else {
-      o += char(c);
-    }
-  }
-  return o + "\"";
-}
-
-namespace {
-std::string num(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3f", v);
-  return b;
-}
-}  // namespace
+std::string TraceWriter::quote(const std::string& s) { return json(s).dump(-1, ' ', false, json::error_handler_t::replace); }
 
 void TraceWriter::complete(const std::string& name, const std::string& cat, double start_us, double dur_us, int tid,
                            const Args& args) {
-  std::string e = "{\"name\":" + quote(name) + ",\"cat\":" + quote(cat) + ",\"ph\":\"X\",\"ts\":" + num(start_us) +
-                  ",\"dur\":" + num(dur_us < 0 ? 0 : dur_us) + ",\"pid\":1,\"tid\":" + std::to_string(tid);
+  json e = {{"name", name}, {"cat", cat}, {"ph", "X"}, {"ts", start_us}, {"dur", dur_us < 0 ? 0.0 : dur_us},
+            {"pid", 1},     {"tid", tid}};
   if (!args.empty()) {
-    e += ",\"args\":{";
-    for (size_t i = 0; i < args.size(); ++i) e += (i ? "," : "") + quote(args[i].first) + ":" + args[i].second;
-    e += "}";
+    json a = json::object();
+    for (const auto& [k, v] : args) {
+      json parsed = json::parse(v, nullptr, /*allow_exceptions=*/false);
+      a[k] = parsed.is_discarded() ? json(v) : std::move(parsed);
+    }
+    e["args"] = std::move(a);
   }
-  e += "}";
   std::lock_guard<std::mutex> l(mu_);
   events_.push_back(std::move(e));
 }
 
 void TraceWriter::instant(const std::string& name, const std::string& cat, double ts_us, int tid) {
-  std::string e = "{\"name\":" + quote(name) + ",\"cat\":" + quote(cat) + ",\"ph\":\"i\",\"s\":\"t\",\"ts\":" +
-                  num(ts_us) + ",\"pid\":1,\"tid\":" + std::to_string(tid) + "}";
+  json e = {{"name", name}, {"cat", cat}, {"ph", "i"}, {"s", "t"}, {"ts", ts_us}, {"pid", 1}, {"tid", tid}};
   std::lock_guard<std::mutex> l(mu_);
   events_.push_back(std::move(e));
 }
 
 void TraceWriter::counter(const std::string& name, double ts_us, double value) {
-  std::string e = "{\"name\":" + quote(name) + ",\"ph\":\"C\",\"ts\":" + num(ts_us) + ",\"pid\":1,\"args\":{" +
-                  quote(name) + ":" + num(value) + "}}";
+  json e = {{"name", name}, {"ph", "C"}, {"ts", ts_us}, {"pid", 1}, {"args", {{name, value}}}};
   std::lock_guard<std::mutex> l(mu_);
   events_.push_back(std::move(e));
 }
 
 void TraceWriter::name_track(int tid, const std::string& name) {
-  std::string e = "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" + std::to_string(tid) +
-                  ",\"args\":{\"name\":" + quote(name) + "}}";
+  json e = {{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", tid}, {"args", {{"name", name}}}};
   std::lock_guard<std::mutex> l(mu_);
   events_.push_back(std::move(e));
 }
@@ -94,8 +71,10 @@ void TraceWriter::close() {
   closed_ = true;
   std::ofstream f(path_, std::ios::binary | std::ios::trunc);
   if (!f) throw Error("trace: cannot write " + path_.string());
+  // One event per line: large traces stay greppable and diffable.
   f << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
-  for (size_t i = 0; i < events_.size(); ++i) f << events_[i] << (i + 1 < events_.size() ? ",\n" : "\n");
+  for (size_t i = 0; i < events_.size(); ++i)
+    f << events_[i].dump(-1, ' ', false, json::error_handler_t::replace) << (i + 1 < events_.size() ? ",\n" : "\n");
   f << "]}\n";
   if (!f) throw Error("trace: writing " + path_.string() + " failed");
 }

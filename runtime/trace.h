@@ -1,6 +1,7 @@
 // Chrome-trace (Trace Event Format) JSON writer: complete ("X"), instant ("i") and counter
-// ("C") events, opened by Perfetto / chrome://tracing. std only; used by the CPU and CUDA
-// paths alike (scheduler steps, kernels timed with CUDA events, copies, graph replays).
+// ("C") events, opened by Perfetto / chrome://tracing, serialised with nlohmann::json; used by
+// the CPU and CUDA paths alike (scheduler steps, kernels timed with CUDA events, copies, graph
+// replays).
 //
 //   runtime::TraceWriter trace("trace.json");
 //   auto t0 = trace.now_us();  ...;  trace.complete("step", "sched", t0, trace.now_us() - t0);
@@ -17,13 +18,17 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace g4c::runtime {
 
 class TraceWriter {
  public:
   // Track ids (Chrome "tid") used by the runtime; any int works.
   enum Track : int { kHost = 0, kCompute = 1, kCopy = 2, kGraph = 3 };
-  using Args = std::vector<std::pair<std::string, std::string>>;  // values are JSON literals
+  // Event arguments; values are JSON literals ("7", "\"text\"", "[1,2]"); a value that does
+  // not parse as JSON is recorded as a string.
+  using Args = std::vector<std::pair<std::string, std::string>>;
 
   explicit TraceWriter(std::filesystem::path path);
   ~TraceWriter();  // close()s; never throws
@@ -49,7 +54,7 @@ class TraceWriter {
   std::filesystem::path path_;
   std::chrono::steady_clock::time_point t0_;
   mutable std::mutex mu_;
-  std::vector<std::string> events_;
+  std::vector<nlohmann::json> events_;
   bool closed_ = false;
 };
 

@@ -1,9 +1,10 @@
-// PNG writer and 5x7 bitmap font for `g4c bench --plot` (see bench_png.h).
+// PNG writer (chunks around a zlib stream) and 5x7 bitmap font for `g4c bench --plot` (see bench_png.h).
 #include "tools/bench_png.h"
 
 #include <algorithm>
-#include <array>
 #include <fstream>
+
+#include <zlib.h>
 
 #include "models/error.h"
 
@@ -70,53 +71,6 @@ const uint8_t* glyph(char c) {
   return kUnknown;
 }
 
-// LSB-first bit writer (deflate order).
-struct Bits {
-  std::vector<uint8_t>& out;
-  uint32_t acc = 0;
-  int n = 0;
-  void put(uint32_t v, int bits) {
-    acc |= v << n;
-    n += bits;
-    while (n >= 8) {
-      out.push_back(uint8_t(acc));
-      acc >>= 8;
-      n -= 8;
-    }
-  }
-  // Huffman codes go MSB first.
-  void code(uint32_t c, int bits) {
-    uint32_t r = 0;
-    for (int i = 0; i < bits; ++i) r |= ((c >> i) & 1u) << (bits - 1 - i);
-    put(r, bits);
-  }
-  void flush() {
-    if (n > 0) out.push_back(uint8_t(acc));
-    acc = 0;
-    n = 0;
-  }
-};
-
-// Fixed Huffman literal/length code of symbol 0..287 (RFC 1951 §3.2.6).
-void put_symbol(Bits& b, int s) {
-  if (s < 144) b.code(0x30 + s, 8);
-  else if (s < 256) b.code(0x190 + (s - 144), 9);
-  else if (s < 280) b.code(s - 256, 7);
-  else b.code(0xC0 + (s - 280), 8);
-}
-
-constexpr int kLenBase[29] = {3,  4,  5,  6,  7,  8,  9,  10, 11,  13,  15,  17,  19,  23, 27,
-                              31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258};
-constexpr int kLenExtra[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
-
-void put_match(Bits& b, int len, int dist) {
-  int c = 28;
-  while (kLenBase[c] > len) --c;
-  put_symbol(b, 257 + c);
-  if (kLenExtra[c]) b.put(uint32_t(len - kLenBase[c]), kLenExtra[c]);
-  b.code(uint32_t(dist - 1), 5);  // distance codes 0..3 are distances 1..4, no extra bits
-}
-
 void put_be32(std::vector<uint8_t>& v, uint32_t x) {
   for (int s = 24; s >= 0; s -= 8) v.push_back(uint8_t(x >> s));
 }
@@ -126,7 +80,17 @@ void put_chunk(std::vector<uint8_t>& png, const char type[4], std::span<const ui
   const size_t start = png.size();
   png.insert(png.end(), type, type + 4);
   png.insert(png.end(), data.begin(), data.end());
-  put_be32(png, crc32(std::span<const uint8_t>(png.data() + start, png.size() - start)));
+  put_be32(png, uint32_t(::crc32(0L, png.data() + start, uInt(png.size() - start))));
+}
+
+// zlib stream of `raw` (zlib's compress2, best compression: plots are flat colour).
+std::vector<uint8_t> zlib_compress(std::span<const uint8_t> raw) {
+  uLongf n = compressBound(uLong(raw.size()));
+  std::vector<uint8_t> out(n);
+  if (compress2(out.data(), &n, raw.data(), uLong(raw.size()), Z_BEST_COMPRESSION) != Z_OK)
+    throw Error("PNG: zlib compression failed");
+  out.resize(n);
+  return out;
 }
 
 }  // namespace
@@ -159,58 +123,6 @@ void Canvas::text(int x, int y, std::string_view s, Rgb c, int scale) {
         if (g[col] >> row & 1) fill_rect(x + col * scale, y + row * scale, scale, scale, c);
     x += 6 * scale;
   }
-}
-
-uint32_t crc32(std::span<const uint8_t> data, uint32_t crc) {
-  static const std::array<uint32_t, 256> table = [] {
-    std::array<uint32_t, 256> t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  crc = ~crc;
-  for (uint8_t b : data) crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8);
-  return ~crc;
-}
-
-uint32_t adler32(std::span<const uint8_t> data) {
-  uint32_t a = 1, b = 0;
-  for (uint8_t x : data) {
-    a = (a + x) % 65521;
-    b = (b + a) % 65521;
-  }
-  return (b << 16) | a;
-}
-
-std::vector<uint8_t> zlib_compress(std::span<const uint8_t> raw) {
-  std::vector<uint8_t> out = {0x78, 0x01};  // deflate, 32 KiB window, no dict; 0x7801 % 31 == 0
-  Bits b{out};
-  b.put(1, 1);  // BFINAL
-  b.put(1, 2);  // BTYPE 01: fixed Huffman
-  const size_t n = raw.size();
-  for (size_t i = 0; i < n;) {
-    int best = 0, best_d = 0;
-    for (int d : {3, 1}) {
-      if (i < size_t(d)) continue;
-      int len = 0;
-      while (len < 258 && i + len < n && raw[i + len] == raw[i + len - d]) ++len;
-      if (len > best) best = len, best_d = d;
-    }
-    if (best >= 3) {
-      put_match(b, best, best_d);
-      i += size_t(best);
-    } else {
-      put_symbol(b, raw[i]);
-      ++i;
-    }
-  }
-  put_symbol(b, 256);
-  b.flush();
-  put_be32(out, adler32(raw));
-  return out;
 }
 
 std::vector<uint8_t> encode_png(const Canvas& c) {

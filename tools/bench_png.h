@@ -1,7 +1,5 @@
 // A tiny RGB canvas and PNG writer for `g4c bench --plot` (the C++ build has no plotting
-// library). PNG: 8-bit RGB, filter 0, zlib stream of fixed-Huffman deflate blocks whose only
-// matches are byte runs (distance 1 / one pixel back, distance 3) — plots are flat colour, so
-// this compresses well — with CRC-32 per chunk and Adler-32 over the raw scanlines.
+// library). PNG: 8-bit RGB, filter 0, one IDAT chunk compressed by zlib; chunk CRCs by zlib.
 // Text: a built-in 5x7 bitmap font (most printable ASCII; others draw as a box), drawn at an integer scale.
 #pragma once
 
@@ -36,10 +34,6 @@ class Canvas {
   std::vector<uint8_t> px_;
 };
 
-uint32_t crc32(std::span<const uint8_t> data, uint32_t crc = 0);
-uint32_t adler32(std::span<const uint8_t> data);
-// zlib stream (RFC 1950/1951) of `raw`.
-std::vector<uint8_t> zlib_compress(std::span<const uint8_t> raw);
 std::vector<uint8_t> encode_png(const Canvas& c);
 void write_png(const Canvas& c, const std::filesystem::path& path);  // throws g4c::Error
 

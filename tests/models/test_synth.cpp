@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include <gtest/gtest.h>
+#include <lzma.h>
 
 #include "models/config.h"
 #include "models/error.h"
@@ -88,6 +89,40 @@ TEST(Synth, TinyBf16MatchesRealCheckpointLayout) {
     float x = bf16_to_f32(norm.as<uint16_t>()[i]);
     EXPECT_GT(x, 0.7f);  // 1 + 0.05 N(0,1), and the Irwin–Hall normal is bounded by ±2√3
     EXPECT_LT(x, 1.3f);
+  }
+  fs::remove_all(d);
+}
+
+// A .xz tokenizer is decompressed with liblzma, whatever characters its path holds (quotes
+// and spaces broke a shell pipe); a file that is not .xz data is an error naming it.
+TEST(Synth, XzTokenizerFromAPathWithQuotes) {
+  const fs::path d = temp_dir("xz");
+  const fs::path src_dir = d / "it's a \"quoted\" dir";
+  fs::create_directories(src_dir);
+  const std::string plain = file_bytes(default_tokenizer("gemma4-tiny", source_dir()));
+  std::string packed(lzma_stream_buffer_bound(plain.size()), '\0');
+  size_t packed_size = 0;
+  ASSERT_EQ(lzma_easy_buffer_encode(6, LZMA_CHECK_CRC64, nullptr, reinterpret_cast<const uint8_t*>(plain.data()),
+                                    plain.size(), reinterpret_cast<uint8_t*>(packed.data()), &packed_size,
+                                    packed.size()),
+            LZMA_OK);
+  packed.resize(packed_size);
+  const fs::path xz = src_dir / "tokenizer.json.xz";
+  std::ofstream(xz, std::ios::binary) << packed;
+
+  SynthOptions o = opts("gemma4-tiny", d / "out");
+  o.tokenizer = xz;
+  synthesize(o);
+  EXPECT_EQ(file_bytes(d / "out" / "tokenizer.json"), plain);
+
+  std::ofstream(xz, std::ios::binary | std::ios::trunc) << plain;  // not .xz data
+  o.out_dir = d / "out2";
+  try {
+    synthesize(o);
+    ADD_FAILURE() << "a plain file named .xz was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(xz.string()), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not in the .xz format"), std::string::npos) << e.what();
   }
   fs::remove_all(d);
 }

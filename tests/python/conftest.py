@@ -1,5 +1,5 @@
 """Shared fixtures of the g4c Python tests: paths from the ctest environment
-(G4C_SOURCE_DIR, G4C_SHARED_DIR, G4C_BINARY_DIR) and a golden safetensors reader."""
+(G4C_SOURCE_DIR, G4C_BINARY_DIR), the vendored HF goldens and a safetensors reader."""
 import json
 import os
 import struct
@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 SOURCE_DIR = os.environ.get("G4C_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
-SHARED_DIR = os.environ.get("G4C_SHARED_DIR", os.path.join(SOURCE_DIR, "..", "shared"))
 MODEL = os.path.join(SOURCE_DIR, "models", "gemma4-tiny")
-GOLDEN = os.path.join(SHARED_DIR, "golden", "gemma4-tiny")
+GOLDEN = os.path.join(SOURCE_DIR, "tests", "data", "golden", "gemma4-tiny")
 
 _DTYPES = {"F32": np.float32, "I32": np.int32, "I64": np.int64, "F16": np.float16, "U8": np.uint8}
 
@@ -31,10 +30,8 @@ def read_safetensors(path):
 
 
 def golden_path(name):
-    p = os.path.join(GOLDEN, name)
-    if not os.path.exists(p):
-        pytest.skip(f"goldens not found ({p}); G4C_SHARED_DIR={SHARED_DIR}")
-    return p
+    """A file of tests/data/golden/gemma4-tiny (see its README for what the reduced files hold)."""
+    return os.path.join(GOLDEN, name)
 
 
 @pytest.fixture(scope="session")

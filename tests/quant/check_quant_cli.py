@@ -2,22 +2,22 @@
 """End-to-end checks of `g4c eval` and `g4c quantize` on models/gemma4-tiny (CPU).
 
 usage: check_quant_cli.py G4C_BINARY CASE WORKDIR
-  eval_golden   NLL of the three golden prompts vs the NLL computed here from the
-                Hugging Face fp32 golden logits (golden_logits.safetensors); token counts
+  eval_golden   NLL of the three golden prompts vs the per-position NLL of the Hugging
+                Face fp32 golden logits (p{i}.nll_fp32 of the vendored
+                tests/data/golden/gemma4-tiny/golden_logits.safetensors); token counts
                 exact (BOS tokenization); chunk sizes 128 / 16 / 1 agree; quality JSON
                 schema and dataset_sha256 (vs hashlib).
   int4_vs_fake  INT4 checkpoints (RTN asym g64, small-calibration GPTQ sym g128) load
                 and give the same NLL as the fake-quantized F32 weights (quantized on
                 another thread count); the manifest
                 and tensor shapes follow DESIGN.md §3; GPTQ beats RTN on held-out text.
-Needs G4C_SHARED_DIR (skips with 77 when it is absent) and G4C_SOURCE_DIR.
+Needs G4C_SOURCE_DIR (defaults to the repository holding this file).
 """
 import array, hashlib, json, math, os, struct, subprocess, sys
 
 SKIP = 77
 g4c, case, work = sys.argv[1], sys.argv[2], sys.argv[3]
 src = os.environ.get("G4C_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-shared = os.environ.get("G4C_SHARED_DIR", "")
 model = os.path.join(src, "models", "gemma4-tiny")
 os.makedirs(work, exist_ok=True)
 env = dict(os.environ, G4C_NO_PROGRESS="1")
@@ -57,9 +57,7 @@ def evaluate(model_dir, dataset, out, *extra):
 
 
 if case == "eval_golden":
-    gold = os.path.join(shared, "golden", "gemma4-tiny")
-    if not shared or not os.path.isdir(gold):
-        print("skip: no G4C_SHARED_DIR golden"); sys.exit(SKIP)
+    gold = os.path.join(src, "tests", "data", "golden", "gemma4-tiny")
     b, h, base = read_safetensors(os.path.join(gold, "golden_logits.safetensors"))
     gen = json.load(open(os.path.join(gold, "golden_generate.json")))
     prompts = []
@@ -69,13 +67,10 @@ if case == "eval_golden":
     ref_sum, ref_tokens = 0.0, 0
     for i in range(3):
         ids, _ = tensor(b, h, base, f"p{i}.input_ids")
-        lg, shape = tensor(b, h, base, f"p{i}.logits_fp32")
-        V = shape[1]
+        nll, _ = tensor(b, h, base, f"p{i}.nll_fp32")  # -log softmax(HF fp32 logits)[next id]
         check(list(ids) == [e for e in gen if e["prompt"] == prompts[i]][0]["prompt_ids"], f"p{i} ids are prompt {i}")
-        for t in range(len(ids) - 1):
-            row = lg[t * V:(t + 1) * V]
-            m = max(row)
-            ref_sum += m + math.log(sum(math.exp(x - m) for x in row)) - row[ids[t + 1]]
+        check(len(nll) == len(ids) - 1, f"p{i}: one NLL per predicted token")
+        ref_sum += math.fsum(nll)
         ref_tokens += len(ids) - 1
     ds = os.path.join(work, "golden3.jsonl")
     with open(ds, "w", encoding="utf-8") as f:

@@ -11,10 +11,8 @@ std::filesystem::path tiny_model_dir() {
 }
 
 std::filesystem::path golden_dir() {
-  const char* shared = std::getenv("G4C_SHARED_DIR");
-  if (!shared) return {};
-  auto dir = std::filesystem::path(shared) / "golden" / "gemma4-tiny";
-  return std::filesystem::exists(dir / "golden_logits.safetensors") ? dir : std::filesystem::path();
+  const char* src = std::getenv("G4C_SOURCE_DIR");
+  return std::filesystem::path(src ? src : ".") / "tests" / "data" / "golden" / "gemma4-tiny";
 }
 
 std::filesystem::path temp_dir(const std::string& tag) {

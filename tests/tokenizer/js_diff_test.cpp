@@ -15,7 +15,7 @@ TEST(TokenizerTransformersJs, SameIdsOnDatasetTexts) {
     GTEST_SKIP() << "no transformers.js reference ids at '" << reference.string()
                  << "': the tokenizer.js_reference fixture skipped or failed (node/npm missing or no network; "
                     "see its output)";
-  const auto path = env_path("G4C_BINARY_DIR") / "tokenizers/gemma3/tokenizer.json";
+  const auto path = env_path("G4C_SOURCE_DIR") / "tokenizers/gemma3/tokenizer.json.xz";
   ASSERT_TRUE(std::filesystem::exists(path)) << path;
   const auto tok = models::Tokenizer::load(path);
 
