@@ -56,7 +56,7 @@ fi
 
 FAILED=0
 for ds in $DATASETS; do
-  in=$NEW/datasets/$ds.jsonl
+  in=$(dirname "$NEW")/datasets/$ds.jsonl  # the tree the pack lies in
   if [ ! -f "$in" ]; then echo "$ds: no $in" | tee "$R/$ds.missing"; FAILED=1; continue; fi
   for mode in $MODES; do
     dev=(--device cuda --budget 9984MiB)

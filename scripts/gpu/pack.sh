@@ -11,7 +11,10 @@
 #             ccache hits), else BUILD_DIR's python3 (test.sh fails the module's tests, naming
 #             both versions, when they differ)
 #   tests/    tests/python/test_engine.py + conftest.py (the module's device="cuda" tests)
-#   models/gemma4-tiny, datasets/, golden/gemma4-tiny (from $G4C_SHARED_DIR, default ../shared)
+#   golden/   golden/gemma4-tiny (from $G4C_SHARED_DIR, default ../shared: not in the tree)
+# The tiny model (models/gemma4-tiny) and the datasets (datasets/) are tracked: the GPU host gets
+# them with the tree, beside OUTDIR, and test.sh / bench.sh read them there (OUTDIR/..), which
+# keeps the pack itself small.
 #   scripts/  test.sh, bench.sh, check_12b_logits.py
 #   MANIFEST  the commit, build flags and sizes
 #
@@ -26,9 +29,9 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=$1
 B=${2:-$ROOT/build}
 SHARED=${G4C_SHARED_DIR:-$ROOT/../shared}
-case "$(cd "$(dirname "$OUT")" 2>/dev/null && pwd)/" in
-  "$ROOT"/*) ;;
-  *) echo "$OUT: pack inside the repository (e.g. .gpu), so the GPU host gets it with the tree" >&2; exit 2 ;;
+case "$(cd "$(dirname "$OUT")" 2>/dev/null && pwd)" in
+  "$ROOT") ;;
+  *) echo "$OUT: pack into a folder at the repository's top (e.g. .gpu): the GPU host gets it with the tree" >&2; exit 2 ;;
 esac
 if [ ! -f "$B/CMakeCache.txt" ]; then
   cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release
@@ -54,7 +57,7 @@ echo "== building ${TARGETS[*]} in $B"
 cmake --build "$B" -j2 --target "${TARGETS[@]}"
 
 rm -rf "$OUT"
-mkdir -p "$OUT/bin" "$OUT/scripts" "$OUT/tests" "$OUT/models" "$OUT/golden"
+mkdir -p "$OUT/bin" "$OUT/scripts" "$OUT/tests" "$OUT/golden"
 for b in "${BINS[@]}"; do
   src=$(find "$B/bin" "$B/tests/bin" "$B/bench/bin" -maxdepth 1 -name "$b" -type f 2>/dev/null | head -1)
   [ -n "$src" ] || { echo "$b: not built" >&2; exit 1; }
@@ -75,8 +78,6 @@ if [ "${G4C_PACK_NO_PYTHON:-0}" != 1 ]; then
   find "$OUT/python" -name "__pycache__" -prune -exec rm -rf {} \;
 fi
 cp "$ROOT/tests/python/test_engine.py" "$ROOT/tests/python/conftest.py" "$OUT/tests/"
-cp -r "$ROOT/models/gemma4-tiny" "$OUT/models/"
-cp -r "$ROOT/datasets" "$OUT/datasets"
 if [ -d "$SHARED/golden/gemma4-tiny" ]; then
   cp -r "$SHARED/golden/gemma4-tiny" "$OUT/golden/"
 else

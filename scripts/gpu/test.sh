@@ -23,8 +23,9 @@ W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 TO=${G4C_TEST_TIMEOUT:-900}
 for f in "$P"/bin/*.xz; do xz -dc "$f" > "$W/$(basename "$f" .xz)" && chmod +x "$W/$(basename "$f" .xz)"; done
-# The tests find the tiny model under G4C_SOURCE_DIR and the goldens under G4C_SHARED_DIR.
-export G4C_SOURCE_DIR=$P G4C_SHARED_DIR=$P G4C_NO_PROGRESS=1
+# The tests find the tiny model under G4C_SOURCE_DIR (the tree the pack lies in) and the goldens
+# under G4C_SHARED_DIR (the pack).
+export G4C_SOURCE_DIR=$(dirname "$P") G4C_SHARED_DIR=$P G4C_NO_PROGRESS=1
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || echo "nvidia-smi failed"; } |
   tee "$LOG/device.txt"
 head -1 "$P/MANIFEST" 2>/dev/null
