@@ -1,5 +1,6 @@
-// g4c bench — loads the model once, warms up, then runs the whole requests jsonl N times in one
-// process (through the serving library of `g4c run`) and writes a report JSON: elapsed
+// g4c bench — loads the model once (the plan `g4c run` runs: compiled in process, or --plan), warms
+// up, then runs the whole requests jsonl N times in one process (through the serving library of
+// `g4c run`) and writes a report JSON: elapsed
 // median/min/max, generated tokens/s, TTFT/TPOT p50/p99 (pooled over the timed runs), peak
 // device bytes, and per phase (prefill, decode) FLOPs and bytes against the device ceilings
 // (DESIGN.md §5; work model in tools/bench_roofline.h). Phase times: prefill = median elapsed of
@@ -25,22 +26,20 @@
 #include "tools/bench_plot.h"
 #include "tools/bench_roofline.h"
 #include "tools/cli.h"
-#include "tools/cuda_switches.h"
+#include "tools/run_options.h"
 
 namespace g4c::cli {
 namespace {
 
 using nlohmann::json;
 
-struct BenchArgs {
-  std::string model, input, report, plot, label;
+// The options shared with `g4c run` (tools/run_options.h; max_seq_len 0: the longest request)
+// and bench's own.
+struct BenchArgs : RunOptions {
+  std::string input, report, plot, label;
   std::vector<std::string> compare;
   bool plot_only = false;
   int repeat = 3, warmup = 1, warmup_requests = 0;
-  int batch_size = 8, max_seq_len = 0, max_new_tokens = 32, threads = 0, token_budget = 0, chunk = 0;
-  bool ignore_eos = false;
-  bool kv_shared = false;
-  runtime::DeviceFlags dev;
 };
 
 // The requests file, whole: a regular file of at most 1 GiB (the serving read's bound) holding at
@@ -181,21 +180,18 @@ json bench(const BenchArgs& a) {
   const bench::Ceilings ceil =
       a.dev.device == "cuda" ? bench::cuda_ceilings(!a.dev.emulate.empty()) : bench::measure_cpu_ceilings(a.threads);
 
-  runtime::EngineOptions eo;
-  eo.max_sequences = a.batch_size;
   // The longest request, within the model's context (a larger max_new_tokens stops at the cap).
   const int context = models::load_model_config(dir).max_position_embeddings;
-  eo.max_seq_len = a.max_seq_len > 0 ? a.max_seq_len : longest_request(jsonl, tok.get(), a.max_new_tokens);
-  if (a.max_seq_len <= 0 && context > 0) eo.max_seq_len = std::min(eo.max_seq_len, context);
-  if (context > 0 && eo.max_seq_len > context)
-    throw Error("--max-sequence-length " + std::to_string(eo.max_seq_len) + " exceeds the model's context of " +
+  int max_seq_len = a.max_seq_len > 0 ? a.max_seq_len : longest_request(jsonl, tok.get(), a.max_new_tokens);
+  if (a.max_seq_len <= 0 && context > 0) max_seq_len = std::min(max_seq_len, context);
+  if (context > 0 && max_seq_len > context)
+    throw Error("--max-sequence-length " + std::to_string(max_seq_len) + " exceeds the model's context of " +
                 std::to_string(context) + " tokens (max_position_embeddings in " + (dir / "config.json").string() + ")");
-  eo.threads = a.threads;
-  eo.token_budget = runtime::step_token_budget(a.dev, a.token_budget);
-  eo.chunk_tokens = a.chunk;
-  eo.reference_kv_shared = a.kv_shared;
+  const runtime::EngineOptions eo = engine_options(a, max_seq_len);
+  // The plan `g4c run` runs with the same options (compiled in process, or --plan), not timed.
+  auto plan = plan_for(a, max_seq_len);
   const auto t_load = std::chrono::steady_clock::now();
-  auto engine = runtime::Engine::open(dir, std::nullopt, eo, runtime::backend_for_flags(a.dev, dir));
+  auto engine = runtime::Engine::open(dir, std::move(plan), eo, runtime::backend_for_flags(a.dev, dir));
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
   runtime::ServeOptions so;
   so.default_max_new_tokens = a.max_new_tokens;
@@ -220,18 +216,10 @@ json bench(const BenchArgs& a) {
   rep["options"] = {{"repeat", a.repeat},         {"warmup", a.warmup}, {"warmup_requests", a.warmup_requests},         {"batch_size", engine->options().max_sequences}, {"batch_size_asked", a.batch_size},
                     {"max_new_tokens", a.max_new_tokens}, {"ignore_eos", a.ignore_eos},
                     {"device", a.dev.device},     {"emulate", a.dev.emulate},   {"budget", a.dev.budget},
+                    {"plan", a.plan.empty() ? json("compiled in process") : json(a.plan)},
+                    {"deterministic", a.dev.deterministic},
                     {"token_budget", engine->options().token_budget},
                     {"chunk_tokens", engine->options().chunk_tokens}};
-  if (a.dev.device == "cuda")  // the A/B switches of the CUDA backend, so a report says what ran
-    rep["options"]["cuda"] = {{"pdl", a.dev.pdl},
-                              {"fuse_siblings", a.dev.fuse_siblings},
-                              {"deterministic", a.dev.deterministic},
-                              {"whole_tiles", a.dev.whole_tiles},
-                              {"device_argmax", a.dev.device_argmax},
-                              {"device_sample", a.dev.device_sample},
-                              {"prefill_attention", a.dev.prefill_attention},
-                              {"decode_ims", a.dev.decode_ims},
-                              {"lm_head_rd", a.dev.lm_head_rd}};
   rep["load_s"] = load_s;
   rep["requests"] = full[0].summary["requests"];
   std::vector<double> el, pel, ttft, tpot;
@@ -340,7 +328,7 @@ void run_bench(const BenchArgs& a) {
 void add_bench_command(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   auto* cmd = app.add_subcommand("bench", "time a requests jsonl N times in one process; report JSON (+ PNG plot)");
-  cmd->add_option("--model", a->model, "model directory");
+  add_run_options(cmd, *a, "longest prompt + generation (0: the longest request of the input)");
   cmd->add_option("--input", a->input, "requests jsonl");
   cmd->add_option("--report", a->report, "report JSON to write");
   cmd->add_option("--plot", a->plot, "PNG: elapsed per configuration + roofline fraction per phase");
@@ -351,20 +339,6 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--warmup", a->warmup, "untimed runs first")->capture_default_str();
   cmd->add_option("--warmup-requests", a->warmup_requests, "warm up on the first N requests only (0: all)")
       ->capture_default_str();
-  cmd->add_option("--batch-size", a->batch_size, "running sequences at once")->capture_default_str();
-  cmd->add_option("--max-sequence-length", a->max_seq_len,
-                  "longest prompt + generation (0: the longest request of the input)")->capture_default_str();
-  cmd->add_option("--max-new-tokens", a->max_new_tokens, "default when a request has none")->capture_default_str();
-  cmd->add_option("--max-num-batched-tokens", a->token_budget, "token budget per step (0: 1024 on cuda, max(512, batch) on cpu)");
-  cmd->add_option("--chunk-size", a->chunk, "prefill tokens per sequence per step (0: plan maximum)");
-  cmd->add_flag("--ignore-eos", a->ignore_eos, "do not stop on the model's EOS ids");
-  cmd->add_flag("--kv-shared", a->kv_shared, "store K=V once on k_eq_v layers (V only; the attention recomputes K)");
-  cmd->add_option("--threads", a->threads, "CPU threads (0: all)")->capture_default_str();
-  cmd->add_option("--device", a->dev.device, "cpu | cuda")->capture_default_str();
-  cmd->add_option("--emulate", a->dev.emulate, "1g.10gb: 16-SM green context with the budget (cuda)");
-  add_cuda_switches(cmd, a->dev);
-  cmd->add_option("--budget", a->dev.budget, "whole-process device bytes, e.g. 9984MiB (cuda)")->capture_default_str();
-  cmd->add_option("--trace", a->dev.trace, "Chrome-trace JSON (cuda)");
   cmd->callback([a] { run_bench(*a); });
 }
 

@@ -231,9 +231,7 @@ __global__ void __launch_bounds__(NW * 32) attn_kernel(const std::conditional_t<
 // One block per (token, head): merges the splits' partial states. Each thread owns 4 columns
 // and folds the splits in online (running maximum, rescaled float4 sum and row sum), reading
 // (m, l) itself as a broadcast load next to its float4 of partials, 8 splits' loads in flight:
-// one round of L2 latency per 8 splits. (2026-12-03, fourth session; the first version re-read
-// (m, l) per column and ran one dependent 4-byte load per split and column, 6.1 µs under ncu at
-// hd512 B = 16 2k with 8 splits; the second formed the weights in warp 0 first: 3 rounds.)
+// one round of L2 latency per 8 splits.
 __global__ void attn_combine_kernel(const float* __restrict__ ws_o, const float2* __restrict__ ws_ml,
                                     int splits, int total_q, int hq, int d, bf16* __restrict__ out) {
   const long th = blockIdx.x;  // token * hq + head
@@ -284,46 +282,27 @@ int num_sms() {
   return sms;
 }
 
-int g_decode_kernel = 1;
-int g_prefill_kernel = -1;
-bool g_attn_pdl = false;
-int g_cluster_combine = 1;
-// The sm90 variant prefill takes by default: 64-key tiles, two warpgroups, softmax overlapping
-// P·V at d 256 (32-key tiles at d 512, where 6 = 5). H200, 2026-12-02: hd256 window 1024 at 2k
-// tokens 96.7 µs against 226.4 for the flash kernel, 97.5 for variant 4 and 117–136 for the
-// others; hd512 full 2k 343 µs (v3 360, flash 988). BENCHMARKS.md "Attention". Since
-// 2026-12-03 its blocks launch heaviest first (hd256 W1024 2k 96.9 → 92.9 µs, hd512 full 2k
-// 348 → 287 µs against the old order, variant 7, same run).
-constexpr int kSm90Default = 5;
 // Blocks per row set that split the output columns: two at d = 512 (256 columns each), except in
-// the cooperative decode kernel, which covers d = 512 in one block (K read once; 2026-12-03).
+// the cooperative decode kernel, which covers d = 512 in one block (K read once).
 int column_parts(int d, bool coop) { return d > 256 && !coop ? 2 : 1; }
-// The sm90 variant of a prefill launch: attention_set_prefill_kernel's when set, else 8 (variant 5
-// with the key ranges of long query blocks split over 2-block clusters) at d = 256 when both
-// blocks of every query block fit one wave, else 5. Measured on the H200 (2026-12-03, hd256 W1024,
-// BENCHMARKS.md "Attention"): 512 tokens (64 query blocks) 29.2 → 20.3 µs; but 2k (256 blocks)
-// 93.8 → 100.9 and 8k 368 → 446: where the SMs are already busy, the second Q load, the merge
-// (128 KB of partial O per block pair) and the pairwise co-scheduling cost more than the balance
-// gains.
-int sm90_variant(int d, const AttnBatch& b, int g, int hkv, int splits, cudaStream_t stream) {
-  if (g_prefill_kernel > 0) return g_prefill_kernel;
-  if (d != 256 || splits != 1) return kSm90Default;
+// Whether a prefill launch of the sm90 kernel splits the key ranges of its query blocks over
+// 2-block clusters: at d = 256 with one KV split when both blocks of every query block fit one
+// wave. Measured on the H200 (hd256 W1024, BENCHMARKS.md "Attention"): 512 tokens (64 query
+// blocks) 29.2 → 20.3 µs; but at 2k (256 blocks) 93.8 → 100.9 µs: where the SMs are already busy,
+// the second Q load, the merge and the pairwise co-scheduling cost more than the balance gains.
+bool sm90_split_keys(int d, const AttnBatch& b, int g, int hkv, int splits, cudaStream_t stream) {
+  if (d != 256 || splits != 1) return false;
   const int tq = 128 / g;  // tokens per query block (two warpgroups of 64 rows)
   const long blocks = long((b.max_q_len + tq - 1) / tq) * b.num_requests * hkv;
-  return 2 * blocks <= gemm_stream_sms(stream) ? 8 : kSm90Default;
+  return 2 * blocks <= gemm_stream_sms(stream);
 }
 
 }  // namespace
 
-void attention_set_decode_kernel(int k) { g_decode_kernel = k; }
-void attention_set_prefill_kernel(int k) { g_prefill_kernel = k; }
-void attention_set_pdl(bool on) { g_attn_pdl = on; }
-void attention_set_cluster_combine(int mode) { g_cluster_combine = mode; }
-
 int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window, int sms, bool k_from_v) {
   const int g = hq / hkv;
   if (b.max_q_len * g > 16) return 1;  // prefill-sized: enough blocks without splitting
-  const bool coop = g_decode_kernel == 1 && !k_from_v;
+  const bool coop = !k_from_v;
   const long blocks = long(b.num_requests) * hkv * column_parts(d, coop);
   const int keys = window > 0 ? std::min(b.max_kv_len, window + b.max_q_len) : b.max_kv_len;
   const int tiles = std::max(1, (keys + kBK - 1) / kBK);
@@ -331,9 +310,9 @@ int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window,
   int s;
   if (coop) {
     // Cooperative kernel: at most one wave of resident blocks (3 per SM at d ≤ 256, 1 at d 512:
-    // shared memory), down to one key tile per split. Fitted to the split sweeps of 2026-12-02
-    // (H200): rounding the wave up instead cost 49% at hd512 B = 16 (s5: 160 blocks on 132 SMs,
-    // 83 µs vs 56 at s4). B = 1 would be ~15% faster with ≥ 2 tiles per split (hd256 2k: 14.0 vs
+    // shared memory), down to one key tile per split. Fitted to split sweeps on the H200:
+    // rounding the wave up instead cost 49% at hd512 B = 16 (s5: 160 blocks on 132 SMs, 83 µs vs
+    // 56 at s4). B = 1 would be ~15% faster with ≥ 2 tiles per split (hd256 2k: 14.0 vs
     // 16.3 µs), but then a CUDA graph (captured with max_kv_len = 2^30: one wave) and an eager
     // step would split the same keys differently and round differently; with ≤ 1 tile per
     // split both give one tile per split whenever the wave exceeds the tiles (bitwise equal).
@@ -341,14 +320,14 @@ int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window,
     // Where that many splits cannot run as one cluster per row set (all resident at once), the
     // splits merge in the combine kernel; with large partial states (rows · d ≥ 4096: 16 KB per
     // split and row set) a slightly smaller split count whose clusters do fit is faster, its
-    // merge done in the kernel (attention_decode.cu). Measured on the H200, PDL, 2026-12-04: hd512
+    // merge done in the kernel (attention_decode.cu). Measured on the H200 with PDL: hd512
     // B = 16 (16 row sets; 15 clusters of 8 resident, 17 of 6): s6 in clusters 11.5–11.7 /
     // 24.5–25.0 / 69.8–70.4 µs at 512 / 2k / 8k context against s8 through the combine kernel
     // 12.2 / 24.7–25.2 / 70.4–71.0; hd256 (2 rows) lost: B = 16 s2 in clusters 23.0 / 38.8 /
     // 38.7 against s3 22.0 / 36.2 / 36.3, B = 5 s8 10.3 / 15.1 / 13.2 against s9 10.3 / 14.4 /
     // 11.4. Whole device only (the capacities are the device's).
     const long rowsets = long(b.num_requests) * hkv;
-    if (g_cluster_combine == 1 && long(d) * std::min(16, b.max_q_len * g) >= 4096 && nsm == num_sms() && s >= 2 &&
+    if (long(d) * std::min(16, b.max_q_len * g) >= 4096 && nsm == num_sms() && s >= 2 &&
         attn_decode_combine_cluster(d, s, rowsets, false, nullptr) == 0) {
       for (int sc = std::min(s - 1, 8); sc >= 2 && 4 * sc >= 3 * s; --sc)
         if (attn_decode_combine_cluster(d, sc, rowsets, false, nullptr) == sc) {
@@ -357,16 +336,15 @@ int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window,
         }
     }
   } else {
-    // One-warp flash blocks: ≈8 per SM, down to one 32-key tile per split (2026-11-29 sweep).
+    // One-warp flash blocks (K from V): ≈8 per SM, down to one 32-key tile per split.
     s = int((8L * nsm + blocks - 1) / blocks);
   }
   return std::max(1, std::min({s, tiles, 64}));
 }
 
 int attention_combine_cluster_size(const AttnBatch& b, int hq, int hkv, int d, int splits, cudaStream_t stream) {
-  if (hkv <= 0 || hq % hkv != 0 || b.max_q_len * (hq / hkv) > 16 || g_decode_kernel != 1 || g_cluster_combine == 0)
-    return 0;
-  return attn_decode_combine_cluster(d, splits, long(b.num_requests) * hkv, g_cluster_combine == 2, stream);
+  if (hkv <= 0 || hq % hkv != 0 || b.max_q_len * (hq / hkv) > 16) return 0;
+  return attn_decode_combine_cluster(d, splits, long(b.num_requests) * hkv, false, stream);
 }
 
 int attention_cluster_capacity(int d, int splits, cudaStream_t stream) {
@@ -381,7 +359,7 @@ size_t attention_workspace_bytes(const AttnBatch& b, int hq, int d, int splits) 
 
 cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, const AttnBatch& b,
                       int window, float scale, bf16* out, int splits, void* workspace, size_t workspace_bytes,
-                      cudaStream_t stream) {
+                      cudaStream_t stream, const KernelOptions& ko) {
   if (b.total_q <= 0 || b.num_requests <= 0) return cudaSuccess;
   if (!(scale > 0.f)) return cudaErrorInvalidValue;  // the sm90 kernel takes the maximum before scaling
   if (hkv <= 0 || hq % hkv != 0) return cudaErrorInvalidValue;
@@ -410,7 +388,7 @@ cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, 
   a.scale_log2 = scale * kLog2e;
   a.splits = splits;
   const bool small = b.max_q_len * g <= 16;
-  const bool coop = small && !kv.k_norm && g_decode_kernel == 1;
+  const bool coop = small && !kv.k_norm;
   a.dv_parts = column_parts(d, coop);
   if (splits > 1) {
     const size_t rows = size_t(splits) * b.total_q * hq;
@@ -421,11 +399,10 @@ cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, 
   cudaError_t err;
   if (coop) {
     const int c = attention_combine_cluster_size(b, hq, hkv, d, splits, stream);
-    err = launch_attn_decode_coop(a, d, b.num_requests, g_attn_pdl, c, stream);
+    err = launch_attn_decode_coop(a, d, b.num_requests, ko.pdl, c, stream);
     if (c > 0) return err;
-  } else if (!small && !kv.k_norm && (d == 256 || d == 512) && g_prefill_kernel != 0) {
-    err = launch_attn_sm90(a, d, sm90_variant(d, b, g, hkv, splits, stream), b.max_q_len, b.num_requests, stream,
-                           workspace, workspace_bytes);
+  } else if (!kv.k_norm && (d == 256 || d == 512)) {
+    err = launch_attn_sm90(a, d, sm90_split_keys(d, b, g, hkv, splits, stream), b.max_q_len, b.num_requests, stream);
   } else if (kv.k_norm) {  // K=V once: k_eq_v full layers (tiny d 128, 12B d 512)
     switch (d) {
       case 128: err = small ? launch_attn<128, 1, true>(a, b.max_q_len, b.num_requests, stream)
@@ -434,22 +411,16 @@ cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, 
                             : launch_attn<512, 4, true>(a, b.max_q_len, b.num_requests, stream); break;
       default: return cudaErrorInvalidValue;
     }
-  } else switch (d) {
-    case 64: err = small ? launch_attn<64, 1>(a, b.max_q_len, b.num_requests, stream)
-                         : launch_attn<64, 4>(a, b.max_q_len, b.num_requests, stream); break;
-    case 128: err = small ? launch_attn<128, 1>(a, b.max_q_len, b.num_requests, stream)
-                          : launch_attn<128, 4>(a, b.max_q_len, b.num_requests, stream); break;
-    case 256: err = small ? launch_attn<256, 1>(a, b.max_q_len, b.num_requests, stream)
-                          : launch_attn<256, 4>(a, b.max_q_len, b.num_requests, stream); break;
-    case 512: err = small ? launch_attn<512, 1>(a, b.max_q_len, b.num_requests, stream)
-                          : launch_attn<512, 4>(a, b.max_q_len, b.num_requests, stream); break;
+  } else switch (d) {  // stored K, prefill-sized, d 64 / 128
+    case 64: err = launch_attn<64, 4>(a, b.max_q_len, b.num_requests, stream); break;
+    case 128: err = launch_attn<128, 4>(a, b.max_q_len, b.num_requests, stream); break;
     default: return cudaErrorInvalidValue;
   }
   if (err != cudaSuccess || splits == 1) return err;
   // d/4 threads (one float4 of columns each, d is a multiple of 32 here), at most 128.
   cudaLaunchAttribute at;
   const cudaLaunchConfig_t cfg =
-      pdl_launch_config(dim3(b.total_q * hq), dim3(std::min(128, d / 4)), 0, stream, g_attn_pdl, &at);
+      pdl_launch_config(dim3(b.total_q * hq), dim3(std::min(128, d / 4)), 0, stream, ko.pdl, &at);
   return cudaLaunchKernelEx(&cfg, attn_combine_kernel, static_cast<const float*>(a.ws_o),
                             static_cast<const float2*>(a.ws_ml), splits, b.total_q, hq, d, out);
 }

@@ -12,6 +12,8 @@
 
 #include <cstddef>
 
+#include "runtime/cuda/kernel_options.h"
+
 namespace g4c::cuda {
 
 using bf16 = __nv_bfloat16;
@@ -49,63 +51,39 @@ struct AttnBatch {
 };
 
 // Heuristic number of KV splits (1 for prefill-sized chunks; more for decode at long context),
-// for the decode kernel the call will take (attention_set_decode_kernel; k_from_v: the cache
-// has k_norm, which takes the flash kernel). sms: SMs the launch may use (the stream's green
+// for the decode kernel the call will take (k_from_v: the cache has k_norm, which takes the flash
+// kernel; else the cooperative kernel). sms: SMs the launch may use (the stream's green
 // context); 0 = the device's.
 int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window = 0, int sms = 0,
                          bool k_from_v = false);
 // Workspace (fp32 partial outputs + softmax state) for `splits` > 1; 0 when splits == 1.
 size_t attention_workspace_bytes(const AttnBatch& b, int hq, int d, int splits);
 
-// Decode kernel (queries · G ≤ 16 per request, stored K): 1 = the cooperative 4-warp kernel of
-// attention_decode.cu (default), 0 = the flash kernel's one-warp blocks. Process-wide; for
-// tests and benchmarks.
-void attention_set_decode_kernel(int k);
-// Split-KV decode with the cooperative kernel: mode 1 (default) merges a row set's splits inside
-// the kernel — the splits run as one thread-block cluster and combine through distributed shared
-// memory — when 2 ≤ splits ≤ 8, the stream has the whole device and all the clusters are
-// resident at once, else by the separate combine kernel through the workspace; 0: always the
-// combine kernel; 2: in clusters whenever 2 ≤ splits ≤ 8 (benchmarks: clusters may then run in
-// two waves). Both merges give bitwise-equal outputs (the same fold in split order).
-// Process-wide; for tests and benchmarks.
-void attention_set_cluster_combine(int mode);
-// The cluster size attention() with these arguments (decode-sized, stored K) merges its splits
-// in on `stream` under the current mode: `splits`, or 0 = the combine kernel.
+// Split-KV decode with the cooperative kernel merges a row set's splits inside the kernel — the
+// splits run as one thread-block cluster and combine through distributed shared memory — when
+// 2 ≤ splits ≤ 8, the stream has the whole device and all the clusters are resident at once;
+// else the separate combine kernel merges them through the workspace. Both merges give
+// bitwise-equal outputs (the same fold in split order). The cluster size attention() with these
+// arguments (decode-sized, stored K) merges its splits in on `stream`: `splits`, or 0 = the
+// combine kernel.
 int attention_combine_cluster_size(const AttnBatch& b, int hq, int hkv, int d, int splits, cudaStream_t stream);
 // Clusters of `splits` cooperative decode blocks at head dim d resident at once on `stream`
 // (the occupancy API; 0 when they cannot launch).
 int attention_cluster_capacity(int d, int splits, cudaStream_t stream);
-// Prefill kernel (queries · G > 16 per request, stored K, d 256 / 512): −1 = the default (the
-// Hopper wgmma kernel of attention_sm90.cu, its fastest variant), 0 = the flash kernel
-// (mma.sync; also d 64 / 128 and K from V), 1 … 13 = a given sm90 variant (attention_sm90.cu;
-// 9 … 13: attention_sm90_ws.cu; 11 and 13 need attention_prefill_workspace_bytes of workspace).
-// Process-wide; for tests and benchmarks.
-void attention_set_prefill_kernel(int k);
-// The persistent prefill variants (9 … 13): `blocks` > 0 caps their grid (tests: many parts per
-// block; for 11 / 13 also pieces of one query block over many blocks), 0 = up to one block per SM of
-// the stream; `fixed` = F, the units of fixed cost each query block weighs on top of its key
-// tiles in 11's / 13's even split (default 1). Process-wide.
-void attention_set_prefill_sk(int blocks, int fixed);
-// Whether prefill variant v is a stream-K one (11, 13), which takes the workspace below (without
-// it, 11 runs as 10 and 13 as 12).
-inline bool attention_prefill_uses_workspace(int v) { return v == 11 || v == 13; }
-// Workspace with which prefill variants 11 / 13 run on `sms` SMs (0: the device's): a 4 KB flag header
-// and ≈ 132 KB per block (17.8 MB on 132 SMs). Independent of the batch.
-size_t attention_prefill_workspace_bytes(int sms = 0);
 
-// Decode launches by programmatic dependent launch (off by default; the CUDA runtime turns it on
-// with the decode GEMMs' PDL): the cooperative decode kernel may start while the kernel ahead of
-// it runs — it loads its first cached K/V tiles (keys < ctx_len, block table / ring bases) before
-// it waits for that kernel, then Q and the chunk's own keys — and the split combine waits for the
+// Kernels: decode-sized chunks (queries · G ≤ 16 per request) with stored K take the cooperative
+// 4-warp kernel of attention_decode.cu; prefill-sized ones at d 256 / 512 the Hopper wgmma kernel
+// of attention_sm90.cu; d 64 / 128 prefill and K from V the flash kernel (mma.sync).
+// With ko.pdl (KernelOptions) the cooperative decode kernel may start while the kernel ahead of it
+// runs — it loads its first cached K/V tiles (keys < ctx_len, block table / ring bases) before it
+// waits for that kernel, then Q and the chunk's own keys — and the split combine waits for the
 // split kernel. Whatever runs ahead must write nothing else the attention reads (the runtime's
-// q/k norm + RoPE + KV write writes Q and the new keys only). Process-wide.
-void attention_set_pdl(bool on);
-
+// q/k norm + RoPE + KV write writes Q and the new keys only).
 // q: [total_q][hq][d] bf16; out: [total_q][hq][d] bf16 (must not alias q).
 // Preconditions: d ∈ {64, 128, 256, 512}; hq % hkv == 0 and hq/hkv ∈ {1,2,4,8,16};
 // window ≥ 0 (0 = full causal); scale > 0. Every query sees at least its own key.
 cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, const AttnBatch& b,
                       int window, float scale, bf16* out, int splits, void* workspace, size_t workspace_bytes,
-                      cudaStream_t stream);
+                      cudaStream_t stream, const KernelOptions& ko = {});
 
 }  // namespace g4c::cuda

@@ -1,7 +1,6 @@
-// Cooperative decode attention: the default decode kernel for stored K (attention.cuh,
-// attention_set_decode_kernel). Written 2026-12-02 from the ncu profile below; on the H200 the
-// same day it passed the GpuAttention tests and compute-sanitizer, and took decode B = 16, hd256
-// window 1024 at 2k context from 77.8 to 49.9 µs (44% → 68% of copy bandwidth; BENCHMARKS.md).
+// Cooperative decode attention: the decode kernel for stored K (attention.cuh). On the H200 it
+// takes decode B = 16, hd256 window 1024 at 2k context from 77.8 µs (the flash kernel's one-warp
+// blocks) to 49.9 µs (44% → 68% of copy bandwidth; BENCHMARKS.md).
 //
 // Why: the flash kernel's decode blocks (attention.cu, NW = 1) are one warp of 16 query rows
 // with 242 registers and 74 KB of shared memory (two 32-key K/V stages + Q), so an SM holds 3
@@ -83,7 +82,7 @@ struct CoopCfg {
   static constexpr int kS = NW > kKG ? kKG * 32 * 16 : 0;  // second d halves' partial S
   static constexpr int kSmem = kQ + NST * (kK + kV) + kP + kRed + kS;
 };
-// d = 512 (the 12B's full layers, 2026-12-03): one block per row set covers all 512 output
+// d = 512 (the 12B's full layers): one block per row set covers all 512 output
 // columns, so K is read once (two column halves each read K: 1.5× the counted bytes), in three
 // stages (210 KB: one block per SM), with 8 warps: warp w computes S for key group w mod 4 over
 // d half w div 4 (the second halves' partial S pass through shared memory, one barrier more) and
@@ -158,7 +157,7 @@ __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArg
   for (int i = 0; i < NST; ++i)
     if (i < n) calc_slots(i);
   __syncthreads();
-  // Launched by PDL (attention_set_pdl), the kernel ahead of this one — the q/k norm + RoPE + KV
+  // Launched by PDL (KernelOptions::pdl), the kernel ahead of this one — the q/k norm + RoPE + KV
   // write — may still be running: it writes Q and the keys ≥ ctx (this chunk's own). The first
   // tiles whose keys are all < ctx are already in the cache (slots from the block table, also
   // written before the step), so their loads go out before the wait; Q and the rest after it.
@@ -314,7 +313,7 @@ __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArg
     l1 += redl[w * 16 + g + 8];
   }
   if constexpr (CL) {
-    // Split combine inside the kernel (2026-12-04): the a.splits blocks of a row set form one
+    // Split combine inside the kernel: the a.splits blocks of a row set form one
     // thread-block cluster (grid z = split = cluster rank). Each block leaves its partial O (fp32,
     // relative to its m) and (m, l) per row in its own shared memory — the K/V stages, free now —
     // and after a cluster barrier block `rank` of S merges float4 units [rank·U/S, (rank+1)·U/S)
@@ -431,8 +430,8 @@ int resident_clusters(int splits, cudaStream_t stream) {
 // are resident at once — the split rule sizes the grid to one wave, and a second wave of clusters
 // doubles the time (H200: 38.4 µs against 25 at hd512 B = 16 2k, 15 clusters of 8 resident for
 // 16 row sets) — or `force` (benchmarks); else 0 (the combine kernel).
-// Whole device only: in the 16-SM green context (the 1g.10gb emulation) the end-to-end A/B of
-// 2026-12-04 measured the decode phase 1.41–1.43 s with the combine kernel against 1.45 s with
+// Whole device only: in the 16-SM green context (the 1g.10gb emulation) an end-to-end A/B
+// measured the decode phase 1.41–1.43 s with the combine kernel against 1.45 s with
 // clusters (the small batches at the end of a run, where clusters fit there), so there the
 // combine kernel stays.
 template <int D>

@@ -109,8 +109,7 @@ __device__ __forceinline__ AttnBlock attn_block(const AttnArgs& a, int rows) {
 // A block's query rows: the G q heads of one kv head are consecutive rows, so row ρ is token
 // tok(ρ) (from the block's first) and head hk·G + head(ρ). G is a power of two (attention()
 // checks 16 % G == 0): shifts, not an integer division by a runtime value per row, which made the
-// Q tile load ≈ 270 instructions per 4 chunks at d 256 (ncu of the sm90 prefill kernel,
-// 2026-12-04).
+// Q tile load ≈ 270 instructions per 4 chunks at d 256 (ncu of the sm90 prefill kernel).
 struct QRows {
   int lg, G;
   __device__ __forceinline__ explicit QRows(int g) {
@@ -145,7 +144,7 @@ __device__ __forceinline__ void attn_load_q(bf16* qs, const AttnArgs& a, const A
 // Rows [0, BK) of a K or V tile (W bf16 per row) → swizzled shared memory `dst` by cp.async, NT
 // threads: TPR threads per row, RPP rows per pass, the row's slot and base address once per row
 // (per chunk, the address math and the slot reload were ~30 of ~40 instructions per cp.async:
-// ncu, decode B = 16, 2026-12-02). sl[row]: the key's cache slot, −1 past the block's last query
+// ncu, decode B = 16). sl[row]: the key's cache slot, −1 past the block's last query
 // (zero fill from `dummy`, any valid address); base: the kv head's (and column part's) first
 // element in slot 0; kv_row: elements per slot.
 template <int W, int NT>
@@ -191,7 +190,7 @@ __device__ __forceinline__ void attn_load_kv(bf16* ks, bf16* vs, const AttnArgs&
 // to m, base 2) folded into a running (m, L, acc): the split combine's arithmetic, shared by the
 // combine kernel (attention.cu) and the decode kernel's in-cluster combine (attention_decode.cu)
 // so the two give bitwise-equal outputs. The roundings are spelled out (acc·cs + v·w as one fma
-// of a rounded product, exp2f), as nvcc contracted the combine's expression before 2026-12-04.
+// of a rounded product, exp2f), since nvcc would contract the expression otherwise.
 __device__ __forceinline__ void combine_fold(float& m, float& L, float4& acc, float2 ml, float4 v) {
   const float mn = fmaxf(m, ml.x);
   const float base = mn == -INFINITY ? 0.f : mn;  // all empty so far: weights 0, not NaN
@@ -215,7 +214,7 @@ __device__ __forceinline__ uint2 combine_out(float L, float4 acc) {
 }  // namespace detail
 
 // The cooperative decode kernel (attention_decode.cu); same arguments as launch_attn, stored K only.
-// pdl: launched by programmatic dependent launch (attention_set_pdl). combine_c = a.splits (> 1):
+// pdl: launched by programmatic dependent launch (KernelOptions::pdl). combine_c = a.splits (> 1):
 // the row set's splits run as one thread-block cluster and merge in the kernel, which writes the
 // output (no combine kernel; attn_decode_combine_cluster); 0: partial states to the workspace for
 // the combine kernel.
@@ -228,14 +227,10 @@ int attn_decode_combine_cluster(int d, int splits, long rowsets, bool force, cud
 int attn_decode_cluster_capacity(int d, int splits, cudaStream_t stream);
 // Its blocks resident per SM at head dim d (occupancy API; shared memory bounds it), ≥ 1.
 int attn_decode_coop_blocks_per_sm(int d);
-// The Hopper wgmma prefill kernel (attention_sm90.cu), d ∈ {256, 512}, stored K; variants in
-// attention_sm90.cu. cudaErrorInvalidValue for another d or variant.
-cudaError_t launch_attn_sm90(const detail::AttnArgs& a, int d, int variant, int max_q_len, int num_requests,
-                             cudaStream_t stream, void* ws = nullptr, size_t ws_bytes = 0);
-// Its warp-specialized persistent form (attention_sm90_ws.cu, variants 9 … 13): d = 256, one KV
-// split, one column part, 16-byte-aligned output. 11 and 13 (stream-K) need ws_bytes ≥
-// attention_prefill_workspace_bytes(the stream's SMs), else they run as 10 and 12 (whole parts).
-cudaError_t launch_attn_sm90_ws(const detail::AttnArgs& a, int max_q_len, int num_requests, int variant, void* ws,
-                                size_t ws_bytes, cudaStream_t stream);
+// The Hopper wgmma prefill kernel (attention_sm90.cu), d ∈ {256, 512}, stored K; split_keys: the
+// key ranges of long query blocks split over 2-block clusters (d = 256, one KV split).
+// cudaErrorInvalidValue for another d.
+cudaError_t launch_attn_sm90(const detail::AttnArgs& a, int d, bool split_keys, int max_q_len, int num_requests,
+                             cudaStream_t stream);
 
 }  // namespace g4c::cuda

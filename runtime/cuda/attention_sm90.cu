@@ -1,5 +1,5 @@
 // Hopper (sm_90a) prefill attention on wgmma (API: attention.cuh; dispatch in attention.cu). The
-// per-tile math lives in attention_sm90_tile.cuh (shared with attention_sm90_ws.cu, variants 9–13).
+// per-tile math lives in attention_sm90_tile.cuh.
 //
 // Block = NWG warpgroups (128 threads each) × 64 query rows each, sharing the block's K/V tiles
 // (NWG = 2 halves the loads per row); a row is one (token, q head) pair and
@@ -23,8 +23,8 @@
 // the blocks are launched heaviest first (a causal block's key range grows with its queries, up
 // to window + its tokens): longest-processing-time-first list scheduling, which leaves a shorter
 // tail of a few long blocks on otherwise idle SMs than the launch order by query block does.
-// Split key ranges (CL, variant 8, 2026-12-03; the default when both blocks of every query block
-// fit one wave: attention.cu, sm90_variant): every query block is a cluster of two blocks; a
+// Split key ranges (CL; taken when both blocks of every query block fit one wave: attention.cu,
+// sm90_split_keys): every query block is a cluster of two blocks; a
 // block with ≥ kClMin key tiles gives the second half of them to the other block of its cluster
 // (else that block leaves at once). Both store their unnormalized O,
 // reference maxima and row sums in shared memory (the idle K/V and Q tiles), and block r merges
@@ -274,7 +274,7 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
   if (a.splits == 1 && !(CL && csplit) && (reinterpret_cast<uintptr_t>(a.out) & 15) == 0) {
     // Through shared memory (the Q/K/V tiles are dead): each warp stages its 16 rows (pitch DV·2
     // + 16 bytes: the 8 rows g of one store land in distinct banks), then stores each row as
-    // 16-byte chunks, a row per instruction. Before (ncu, hd256 W1024 2k, 2026-12-04), the 64
+    // 16-byte chunks, a row per instruction. Before (ncu, hd256 W1024 2k), the 64
     // four-byte stores per thread (8 rows × 16 bytes per warp instruction) stalled on the store
     // queue (lg_throttle) and the drain at exit for ≈ 13% of the warp samples.
     constexpr int kPitch = DV * 2 + 16;
@@ -352,40 +352,14 @@ cudaError_t launch(const AttnArgs& a, int max_q_len, int num_requests, cudaStrea
 
 }  // namespace
 
-cudaError_t launch_attn_sm90(const AttnArgs& a, int d, int variant, int max_q_len, int num_requests,
-                             cudaStream_t stream, void* ws, size_t ws_bytes) {
-  // 1: BK 32, one warpgroup; 2: BK 64, one; 3: BK 32, two; 4: BK 64, two; 5 / 6 = 4 / 3 with
-  // PIPE (d = 512: BK 32 only, 64 would not fit the registers; 2 = 1, 4 = 3, 6 = 5 there); 7 = 5
-  // with the blocks in launch order by query block (not HEAVY first; for comparison); 8 = 5 with
-  // split key ranges (CL; d = 256 and one KV split only, else 5); 9 / 10: 5's tile loop
-  // warp-specialized and persistent, 11: the same sharing the key tiles evenly (stream-K, with
-  // the workspace ws; attention_sm90_ws.cu; d = 256, one KV split, else 5); 12 / 13 = 9 / 11 with
-  // a producer that never waits for its copies (cp.async.mbarrier.arrive.noinc). Shared
-  // memory: 1 ≈ 97 KB, 2 ≈ 161 KB, 3 ≈ 129 KB, 4 ≈ 193 KB at d = 256; d = 512: 1 ≈ 161 KB, 3 ≈ 225 KB.
-  if (d == 256) switch (variant) {
-      case 1: return launch<256, 32, 1>(a, max_q_len, num_requests, stream);
-      case 2: return launch<256, 64, 1>(a, max_q_len, num_requests, stream);
-      case 3: return launch<256, 32, 2>(a, max_q_len, num_requests, stream);
-      case 4: return launch<256, 64, 2>(a, max_q_len, num_requests, stream);
-      case 5: return launch<256, 64, 2, true>(a, max_q_len, num_requests, stream);
-      case 6: return launch<256, 32, 2, true>(a, max_q_len, num_requests, stream);
-      case 7: return launch<256, 64, 2, true, false>(a, max_q_len, num_requests, stream);
-      case 8:
-        return a.splits == 1 ? launch<256, 64, 2, true, true, true>(a, max_q_len, num_requests, stream)
-                             : launch<256, 64, 2, true>(a, max_q_len, num_requests, stream);
-      case 9: case 10: case 11: case 12: case 13:  // warp-specialized, persistent (_ws.cu); else 5
-        return a.splits == 1 && a.dv_parts == 1 && (reinterpret_cast<uintptr_t>(a.out) & 15) == 0
-                   ? launch_attn_sm90_ws(a, max_q_len, num_requests, variant, ws, ws_bytes, stream)
-                   : launch<256, 64, 2, true>(a, max_q_len, num_requests, stream);
-    }
-  if (d == 512) switch (variant) {
-      case 1: case 2: return launch<512, 32, 1>(a, max_q_len, num_requests, stream);
-      case 3: case 4: return launch<512, 32, 2>(a, max_q_len, num_requests, stream);
-      case 5: case 6: return launch<512, 32, 2, true>(a, max_q_len, num_requests, stream);
-      case 7: return launch<512, 32, 2, true, false>(a, max_q_len, num_requests, stream);
-      case 8: case 9: case 10: case 11: case 12: case 13:  // no CL / WS: O does not fit
-        return launch<512, 32, 2, true>(a, max_q_len, num_requests, stream);
-    }
+// d = 256: 64-key tiles (≈ 193 KB of shared memory); d = 512: 32-key tiles (64 would not fit the
+// registers). Both two warpgroups, PIPE, heaviest query blocks first.
+cudaError_t launch_attn_sm90(const AttnArgs& a, int d, bool split_keys, int max_q_len, int num_requests,
+                             cudaStream_t stream) {
+  if (d == 256)
+    return split_keys && a.splits == 1 ? launch<256, 64, 2, true, true, true>(a, max_q_len, num_requests, stream)
+                                       : launch<256, 64, 2, true>(a, max_q_len, num_requests, stream);
+  if (d == 512) return launch<512, 32, 2, true>(a, max_q_len, num_requests, stream);
   return cudaErrorInvalidValue;
 }
 

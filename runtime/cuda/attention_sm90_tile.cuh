@@ -1,5 +1,4 @@
-// The per-key-tile math of the Hopper prefill attention kernels (variant 5 and its relatives in
-// attention_sm90.cu, the warp-specialized 9–13 in attention_sm90_ws.cu): S = Q·Kᵀ and O += P·V on
+// The per-key-tile math of the Hopper prefill attention kernel (attention_sm90.cu): S = Q·Kᵀ and O += P·V on
 // wgmma, and the online softmax between them (fp32, base 2, lazy rescale). Thread layout: one
 // warpgroup's 64 query rows, mma.m16n8's accumulator layout per warp (rows g and g + 8 of the
 // warp's 16, columns 2t, 2t + 1 of each 8-wide block). Only included from .cu files built for

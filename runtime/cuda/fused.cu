@@ -13,7 +13,6 @@ using namespace detail;
 namespace {
 
 constexpr int kNormThreads = 256;
-bool g_fused_pdl = false;  // fused_set_pdl
 
 __device__ __forceinline__ void load8(const bf16* p, float (&v)[8]) {
   const uint4 u = *reinterpret_cast<const uint4*>(p);
@@ -52,7 +51,7 @@ __global__ void embed_kernel(const int* __restrict__ ids, const bf16* __restrict
   }
 }
 
-// Launched by PDL (fused_set_pdl), a norm kernel lets the kernel after it launch at once — the
+// Launched by PDL (KernelOptions::pdl), a norm kernel lets the kernel after it launch at once — the
 // decode GEMMs read only weights until their own wait, which returns when this grid is done —
 // and waits for the kernel before it (which wrote its input) before reading anything. Without
 // the attribute both instructions return at once.
@@ -151,8 +150,8 @@ __device__ __forceinline__ float load_head_rms(const bf16* __restrict__ src, int
 // A persistent grid of warps over the (token, head) items: heads [0, hq) are q, [hq, hq+hkv) k
 // (+ v). The rotary inverse frequencies are formed once per block into shared memory: they
 // depend on the pair index only, and a double-precision pow per element and item was most of
-// this kernel's time (H200, 2026-12-04, sixth session: 41 µs per layer at 1024 tokens on the
-// whole GPU, 285 µs in the 16-SM slice; BENCHMARKS.md "CUDA runtime — 2026-12-04, sixth session").
+// this kernel's time (41 µs per layer at 1024 tokens on the whole H200, 285 µs in the 16-SM
+// slice, before).
 template <int D>
 __global__ void qk_rope_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k_raw,
                                const bf16* __restrict__ v_raw, const bf16* __restrict__ q_w,
@@ -161,7 +160,7 @@ __global__ void qk_rope_kernel(const bf16* __restrict__ q, const bf16* __restric
                                float theta, int rotary_pairs, float eps, bf16* q_out,
                                bf16* __restrict__ k_cache, bf16* __restrict__ v_cache) {
   constexpr int P = D / 64;  // rotate-half pairs per lane
-  // The attention after this kernel may launch now (attention_set_pdl): before it waits for this
+  // The attention after this kernel may launch now (KernelOptions::pdl): before it waits for this
   // grid it reads only keys already cached, never Q or the keys written here.
   pdl_trigger();
   __shared__ float inv_freq[D / 2];
@@ -170,7 +169,7 @@ __global__ void qk_rope_kernel(const bf16* __restrict__ q, const bf16* __restric
     const float e = float(2 * j) / float(D);
     inv_freq[j] = 1.f / float(pow(double(theta), double(e)));
   }
-  pdl_wait();  // launched by PDL (fused_set_pdl): q, k, v come from the GEMM before this kernel
+  pdl_wait();  // launched by PDL (KernelOptions::pdl): q, k, v come from the GEMM before this kernel
   __syncthreads();
   const int lane = threadIdx.x & 31;
   const int heads = hq + hkv;
@@ -232,7 +231,7 @@ __device__ __forceinline__ void argmax_merge(float& best, int& bi, float v, int 
 // One row per cluster of gridDim.x blocks (grid (C, m), cluster (C, 1, 1)); block r of the
 // cluster scans the row's r-th chunk of `chunk` entries (a multiple of 4) — with 16-byte loads,
 // four in flight per thread, where kVec (row starts 16-byte aligned) — and rank 0 merges the
-// blocks' (best, index) pairs through distributed shared memory. Before (2026-12-05, H200): one
+// blocks' (best, index) pairs through distributed shared memory. Before (H200): one
 // 1024-thread block per row, 48 µs per 262k row (≈ 22 GB/s, one SM's scalar loads).
 // NaN never compares greater, so it ranks below every number; a row with nothing above −inf → 0.
 template <bool kVec>
@@ -323,8 +322,6 @@ int argmax_resident_clusters(int c, cudaStream_t stream) {
 
 }  // namespace
 
-void fused_set_pdl(bool on) { g_fused_pdl = on; }
-
 cudaError_t embed_gather_scale(const int* ids, int t, const bf16* table, int vocab, int h,
                                float scale, bf16* out, cudaStream_t stream) {
   if (t <= 0) return cudaSuccess;
@@ -334,24 +331,25 @@ cudaError_t embed_gather_scale(const int* ids, int t, const bf16* table, int voc
 }
 
 cudaError_t rmsnorm(const bf16* x, int ldx, const int* rows, int n, int cols, int norm_dim,
-                    const bf16* w, float eps, bf16* out, int ldo, cudaStream_t stream) {
+                    const bf16* w, float eps, bf16* out, int ldo, cudaStream_t stream,
+                    const KernelOptions& ko) {
   if (n <= 0) return cudaSuccess;
   if (norm_dim <= 0 || norm_dim % 8 || cols % norm_dim || ldx % 8 || ldo % 8)
     return cudaErrorInvalidValue;
   const int threads = norm_dim >= 2048 ? 256 : norm_dim >= 512 ? 64 : 32;
   cudaLaunchAttribute at;
   const cudaLaunchConfig_t cfg =
-      pdl_launch_config(dim3(n, cols / norm_dim), dim3(threads), 0, stream, g_fused_pdl, &at);
+      pdl_launch_config(dim3(n, cols / norm_dim), dim3(threads), 0, stream, ko.pdl, &at);
   return cudaLaunchKernelEx(&cfg, rmsnorm_kernel, x, ldx, rows, norm_dim, w, eps, out, ldo);
 }
 
 cudaError_t add_rmsnorm(const bf16* x, const bf16* w_post, bf16* h, const bf16* layer_scalar,
                         const bf16* w_next, bf16* out_next, int n, int hdim, float eps,
-                        cudaStream_t stream) {
+                        cudaStream_t stream, const KernelOptions& ko) {
   if (n <= 0) return cudaSuccess;
   if (hdim % 8) return cudaErrorInvalidValue;
   cudaLaunchAttribute at;
-  const cudaLaunchConfig_t cfg = pdl_launch_config(dim3(n), dim3(kNormThreads), 0, stream, g_fused_pdl, &at);
+  const cudaLaunchConfig_t cfg = pdl_launch_config(dim3(n), dim3(kNormThreads), 0, stream, ko.pdl, &at);
   return cudaLaunchKernelEx(&cfg, add_rmsnorm_kernel, x, w_post, h, layer_scalar, w_next, out_next, hdim, eps);
 }
 
@@ -359,7 +357,7 @@ cudaError_t qk_norm_rope_kv_write(const bf16* q, const bf16* k_raw, const bf16* 
                                   const bf16* q_w, const bf16* k_w, const int* positions,
                                   const int64_t* slots, int n, int hq, int hkv, int d, float theta,
                                   int rotary_pairs, float eps, bf16* q_out, bf16* k_cache,
-                                  bf16* v_cache, cudaStream_t stream) {
+                                  bf16* v_cache, cudaStream_t stream, const KernelOptions& ko) {
   if (n <= 0) return cudaSuccess;
   const long warps = long(n) * (hq + hkv);
   const int threads = 256;
@@ -368,7 +366,7 @@ cudaError_t qk_norm_rope_kv_write(const bf16* q, const bf16* k_raw, const bf16* 
   const long cap = 4L * gemm_stream_sms(stream);
   const unsigned blocks = unsigned(std::min(cap, (warps * 32 + threads - 1) / threads));
   cudaLaunchAttribute at;
-  const cudaLaunchConfig_t cfg = pdl_launch_config(dim3(blocks), dim3(threads), 0, stream, g_fused_pdl, &at);
+  const cudaLaunchConfig_t cfg = pdl_launch_config(dim3(blocks), dim3(threads), 0, stream, ko.pdl, &at);
 #define G4C_QK(D)                                                                                    \
   cudaLaunchKernelEx(&cfg, qk_rope_kernel<D>, q, k_raw, v_raw, q_w, k_w, positions, slots, n, hq, hkv, \
                      theta, rotary_pairs, eps, q_out, k_cache, v_cache)

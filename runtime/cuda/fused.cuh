@@ -9,18 +9,17 @@
 
 #include <cstdint>
 
+#include "runtime/cuda/kernel_options.h"
 #include "runtime/cuda/sample_row.h"
 
 namespace g4c::cuda {
 
 using bf16 = __nv_bfloat16;
 
-// rmsnorm, add_rmsnorm and qk_norm_rope_kv_write launched by programmatic dependent launch
-// (on: each lets the kernel after it launch at its start and waits for the kernel before it
-// before reading its inputs; the decode GEMMs and the decode attention after them read only
-// weights / already-cached keys until their own wait). Process-wide; the CUDA backend turns it
-// on with the decode GEMMs' PDL (2026-12-04, seventh session).
-void fused_set_pdl(bool on);
+// rmsnorm, add_rmsnorm and qk_norm_rope_kv_write take KernelOptions: with ko.pdl they launch by
+// programmatic dependent launch (each lets the kernel after it launch at its start and waits for
+// the kernel before it before reading its inputs; the decode GEMMs and the decode attention after
+// them read only weights / already-cached keys until their own wait).
 
 // out[t][:] = bf16(E[ids[t]][:] · scale). Pass scale already rounded to bf16 (HF multiplies by a
 // bf16 normalizer: 62.0 for hidden 3840). ids out of [0, vocab) produce a zero row.
@@ -32,7 +31,8 @@ cudaError_t embed_gather_scale(const int* ids, int t, const bf16* table, int voc
 // (w null: no weight). rows (nullable): row_i = rows[i] (only the rows that need logits), else i.
 // out may alias x when rows is null. cols % norm_dim == 0, norm_dim % 8 == 0.
 cudaError_t rmsnorm(const bf16* x, int ldx, const int* rows, int n, int cols, int norm_dim,
-                    const bf16* w, float eps, bf16* out, int ldo, cudaStream_t stream);
+                    const bf16* w, float eps, bf16* out, int ldo, cudaStream_t stream,
+                    const KernelOptions& ko = {});
 
 // The residual-stream update around a sub-block, one pass per token:
 //   t  = bf16(rms(x, w_post))
@@ -40,7 +40,7 @@ cudaError_t rmsnorm(const bf16* x, int ldx, const int* rows, int n, int cols, in
 //   if w_next: out_next = bf16(rms(h, w_next))   (pre_feedforward / next layer's input norm)
 cudaError_t add_rmsnorm(const bf16* x, const bf16* w_post, bf16* h, const bf16* layer_scalar,
                         const bf16* w_next, bf16* out_next, int n, int hdim, float eps,
-                        cudaStream_t stream);
+                        cudaStream_t stream, const KernelOptions& ko = {});
 
 // Per-head q/k RMSNorm + RoPE (rotate-half) + KV cache write for n tokens.
 //   q [n][hq][d] → q_out (may alias q): bf16(rms_head(q, q_w)) then rope.
@@ -58,7 +58,7 @@ cudaError_t qk_norm_rope_kv_write(const bf16* q, const bf16* k_raw, const bf16* 
                                   const bf16* q_w, const bf16* k_w, const int* positions,
                                   const int64_t* slots, int n, int hq, int hkv, int d, float theta,
                                   int rotary_pairs, float eps, bf16* q_out, bf16* k_cache,
-                                  bf16* v_cache, cudaStream_t stream);
+                                  bf16* v_cache, cudaStream_t stream, const KernelOptions& ko = {});
 
 // out[i] = argmax_j logits[i][j] (fp32 [m][n], row stride ldl); ties → smallest j.
 cudaError_t argmax_rows(const float* logits, int m, int n, long ldl, int* out, cudaStream_t stream);
@@ -67,8 +67,5 @@ cudaError_t argmax_rows(const float* logits, int m, int n, long ldl, int* out, c
 // definition; sample.cu says where rounding may differ), rows (device) [m]. One block per row.
 cudaError_t sample_rows(const float* logits, int m, int n, long ldl, const SampleRow* rows, int* out,
                         cudaStream_t stream);
-// Whether sample_rows' radix descents keep their bin's tokens in a list after the first pass
-// (default; sample_kernel.cuh) or read the whole row on every pass (benchmarks). Process-wide.
-void sample_set_candidate_list(bool on);
 
 }  // namespace g4c::cuda

@@ -12,6 +12,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "runtime/cuda/kernel_options.h"
+
 namespace g4c::cuda {
 
 using bf16 = __nv_bfloat16;
@@ -82,81 +84,33 @@ struct GemmOut {
   float softcap = 30.f;
 };
 
-// Workspace for the decode path (m ≤ 16): the legacy split-K kernel's partials and tickets, or
-// the streaming kernels' fp32 partials and tile counters (gemm_decode.cuh); the size grows with
-// m, so size a shared workspace with m = 16. It must be ZERO the first time it is used
-// (cudaMemset once); both kernels leave it zero. One workspace must not be used by two launches
-// running concurrently (different streams).
-size_t w4a16_workspace_bytes(int m, const Int4Weight& w);
+// Workspace for the decode path (m ≤ 16): the streaming kernels' fp32 partials and tile
+// counters (gemm_decode.cuh); size a shared workspace with m = 16 and the options the launches
+// use (deterministic mode needs more). It must be ZERO the first time it is used (cudaMemset
+// once); the kernels leave it zero. One workspace must not be used by two launches running
+// concurrently (different streams).
+size_t w4a16_workspace_bytes(int m, const Int4Weight& w, const KernelOptions& ko = {});
 
 // x: bf16 [m, ldx] (ldx % 8 == 0, 16-byte aligned), first w.k columns used.
-// m ≤ 16: weight-streaming decode kernels, one pass over the weights: the persistent streaming
-// family of gemm_decode.cu, or the legacy split-K kernel where that was measured faster
-// (w4a16_decode_choice).
+// m ≤ 16: the weight-streaming decode kernels of gemm_decode.cu, one pass over the weights
+// (w4a16_decode_choice picks the variant; `ko` the launch by PDL and the summation order).
 // m ≥ 64: warp-specialized persistent sm_90a wgmma kernel (gemm_sm90_rs.cu: one thread
-// copies X (TMA) and the packed INT4 tiles (bulk copies) into a stage ring; two consumer
-// warpgroups dequantize their fragments in registers and issue wgmma with A from registers;
-// persistent grid of one block per SM of the stream (green context aware); 128 rows × 256
-// tokens per tile, 128 tokens when m ≤ 128). Measured on the H200 (BENCHMARKS.md).
+// copies X and the packed INT4 tiles (tensor maps) into a stage ring; two consumer warpgroups
+// dequantize their fragments in registers and issue wgmma with A from registers; persistent
+// grid of one block per SM of the stream (green context aware); 128 rows × 256 or 128 tokens per
+// tile, split-K over 2 or 4 blocks by shape).
 // 16 < m < 64: the mma.sync tile kernel (128×128, INT4 dequantized in registers).
 // Returns cudaSuccess or the launch error.
 cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilogue ep,
                        const GemmOut& out, void* workspace, size_t workspace_bytes,
-                       cudaStream_t stream);
+                       cudaStream_t stream, const KernelOptions& ko = {});
 
 // Dequantizes a repacked INT4 weight to bf16 [n][k] (row stride k); for benchmarks (the
 // dequantize-then-cuBLAS baseline) and debugging. Value = bf16((code − z)·s) as the kernels use.
 cudaError_t int4_dequantize(const Int4Weight& w, bf16* out, cudaStream_t stream);
 
-// For tests and benchmarks: 0 (default) = the shape-based choice above (BF16: wgmma for every
-// m ≥ 64, 128- or 256-token tiles by shape); 2 / 3 = all-warps wgmma with 256 / 128-token
-// tiles for m ≥ 64; 1 = the mma.sync tile kernels for every m > 16; 4 / 5 = warp-specialized
-// persistent wgmma with 256 / 128-token tiles (INT4 and BF16) for m ≥ 64; 6 / 7 = the same
-// with one block per tile; 8 = the INT4 choice before the warp-specialized kernel (mma.sync,
-// or all-warps wgmma 256 for m ≥ 256 with k ≥ 12288 or n ≥ 16384); 9 / 10 (INT4) = 4 / 5 with
-// the consumers draining their wgmmas every k step (one stage more prefetch); 11 / 12 (INT4) =
-// the register-A warp-specialized kernel with 256 / 128-token tiles, weights by bulk copies;
-// 13 / 14 = the same with weights by tensor maps (the default for m ≥ 64). Not thread-safe.
-void gemm_set_tensor_core_path(int path);
-// For tests and benchmarks: split-K of the tensor-map register-A kernel: 0 (default) = by shape
-// on path 0 (gemm.cu, rs_plan; none on paths 13 / 14), 1 = never, 2 / 4 = that many k splits
-// on paths 13 / 14 (path 0: the best plan with splits, if any).
-// Not thread-safe.
-void gemm_set_split_k(int ks);
-// For benchmarks: clusters of `ks` (2, 4) blocks of the split-K kernel with `bt`-token tiles the
-// device holds at once (occupancy API; 0 when unknown).
-int gemm_split_clusters(int bt, int ks);
-// For tests: caps the persistent warp-specialized grid at `blocks` (0: the stream's SM count),
-// so that blocks loop over several tiles. Not thread-safe.
-void gemm_set_persistent_blocks(int blocks);
 // SMs available to kernels on `stream`: its green context's SM count, else the device's.
 int gemm_stream_sms(cudaStream_t stream);
-// For benchmarks: decode kernel (0 default: by shape, w4a16_decode_choice; legacy split-K
-// kernel forced: 1 = 4 loads in flight per lane, 3 blocks/SM, m ≤ 8 only; 2 = 8 loads, 2
-// blocks/SM). Not thread-safe.
-void gemm_set_decode_variant(int v);
-// w4a16_gemm's decode kernels with the nibble shifts as IMAD.HI on the FMA pipe (lean variants 18
-// and 19 in place of the rule's 14 and 17, gemm_decode_lean.cu) — for end-to-end A/Bs;
-// process-wide, not thread-safe. Off by default: not yet measured faster (2026-12-04).
-void gemm_set_decode_ims(bool on);
-// w4a16_gemm's decode launches by programmatic dependent launch (DecodeTuning::pdl in
-// gemm_decode.cuh: the register-direct kernels read weights, then wait for the previous kernel)
-// — on or off, process-wide, not thread-safe. The CUDA backend turns it on when nothing streams.
-void gemm_set_decode_pdl(bool on);
-// w4a16_gemm's decode launches in deterministic mode (DecodeTuning::deterministic: bitwise the
-// same output run after run; speed in BENCHMARKS.md) — process-wide, not thread-safe. Set it
-// before sizing workspaces with w4a16_workspace_bytes (the mode needs more).
-void gemm_set_decode_deterministic(bool on);
-// w4a16_gemm's decode block ranges (DecodeTuning::whole_tiles): -1 the measured rule (default),
-// 0 stream-K ranges in arrival order everywhere (as before 2026-12-04's sixth session), 1 whole
-// tiles everywhere. Like the mode above, set before sizing workspaces.
-void gemm_set_decode_whole_tiles(int mode);
-
-// bf16_gemm's m ≤ 16 SoftcapF32 launches (the LM head of a decode step) by the register-direct
-// kernel of gemv_bf16.cu instead of the shared-memory tile kernel, where the shapes allow (k % 32
-// == 0, ldw == k, 16-byte-aligned x and weights) — on or off, process-wide, not thread-safe. Off by
-// default: written 2026-12-05 and run only under the CPU emulation so far.
-void gemm_set_bf16_decode_rd(bool on);
 
 // Same contract with BF16 weights (BF16 path, LM head). m ≤ 16: mma.sync kernel with 16-token
 // tiles (weight streaming); m ≥ 64: wgmma (256-token tiles when m ≥ 256 and k ≥ 8192 or

@@ -1,40 +1,40 @@
-// W4A16 decode GEMM (m ≤ 16), streaming kernel family of gemm_decode.cu. Host API only (plain
-// C++). Same math, weight layout, epilogues and numerics as w4a16_gemm (gemm.cuh) for m ≤ 16;
-// w4a16_gemm dispatches here for the shapes where this family was measured faster.
+// W4A16 decode GEMM (m ≤ 16), the streaming kernels w4a16_gemm dispatches to. Host API only
+// (plain C++). Same math, weight layout, epilogues and numerics as w4a16_gemm (gemm.cuh).
 //
 // Design: a persistent grid sized to the SMs actually available (the stream's green context
 // when it has one). K is cut into S splits of whole groups, as few as let one split's
-// activation slice fit shared memory; the (1 or 2 16-row tiles, group) units of a split are
-// dealt out stream-K style as one contiguous range per warp. Each warp streams its range with
-// cp.async.bulk copies (evict-first) into its own ring of shared-memory stages (mbarrier per
-// stage, no block-wide barrier after the activation fill), dequantizes in registers and
-// multiplies with mma.sync m16n8k16. A tile a warp owns entirely gets its epilogue straight
-// from registers; partial tiles (range ends, S > 1) add into an fp32 workspace with vector
-// reductions and the warp that completes the tile's group count applies the epilogue (these
-// additions happen in arrival order, so the last bit can differ between runs; the lean family's
-// opt-in deterministic mode, DecodeTuning::deterministic, adds them in a fixed order).
-// Measured (BENCHMARKS.md "W4A16 decode GEMM"): 1.3–3.9× the legacy kernel on 16 SMs, up to
-// 2.8× on 132 SMs for m ≥ 4, but still 10–40% of copy bandwidth: per-warp latency bound.
-// Variants 10–13 (gemm_decode_ldg.cu) and 14–19 (gemm_decode_lean.cu; 14 and 17 the default) keep the
-// weights in registers instead of shared memory; the lean ones reach 71–85% of copy bandwidth on
-// the 12B gate+up shape (same section).
+// activation slice fit shared memory; a split's (16-row tile, group) units are dealt out as one
+// contiguous range per block and, inside it, per warp. Each warp loads its weights straight into
+// registers (16-byte evict-first loads, several chunks in flight), dequantizes them and
+// multiplies with mma.sync m16n8k16. A tile a warp owns entirely gets its epilogue straight from
+// registers; tiles shared by warps of a block are summed in shared memory; tiles shared by blocks
+// (range ends, S > 1) add into an fp32 workspace and the contributor that completes the tile's
+// group count applies the epilogue — in arrival order (the last bit can differ between runs), or
+// in a fixed order (whole-tile block ranges; DecodeTuning::deterministic, and by the whole_tiles
+// rule). Kernels: gemm_decode_lean.cu (the lean family, 16 and 12 warps), gemm_decode_ldg.cu (the
+// register-direct kernel for shapes whose unit count overflows the lean kernels' 32-bit range
+// split). Measured in BENCHMARKS.md "W4A16 decode GEMM".
 #pragma once
 
 #include "runtime/cuda/gemm.cuh"
 
 namespace g4c::cuda {
 
+// The variants (w4a16_decode_choice).
+constexpr int kDecodeLdg = 0;     // register-direct, 16 warps (units beyond the lean range split)
+constexpr int kDecodeLean16 = 1;  // lean, 16 warps, 8 chunks in flight
+constexpr int kDecodeLean12 = 2;  // lean, 12 warps, 8 chunks in flight
+
 // Launch parameters of one variant (compile-time in the kernel; listed for benchmarks).
 struct DecodeVariantInfo {
   int warps;           // warps per block
   int blocks_per_sm;   // blocks per SM in the persistent grid
-  int stages;          // ring stages per warp
-  int units_per_stage; // units per stage: (tile group, group), 1 KB of INT4 per tile at group 128
-  int tiles_per_unit;  // 16-row tiles per unit (2: one activation fragment load feeds two tiles)
+  int stages;          // 0 (weights go to registers, no shared-memory ring)
+  int units_per_stage; // chunks in flight per lane
+  int tiles_per_unit;  // 16-row tiles per unit
   int xcap_kb;         // activation slice budget per block (KB); more → fewer k splits
   const char* name;
-  int family = 0;      // 0: bulk-copy ring (gemm_decode.cu), 1: register-direct (gemm_decode_ldg.cu), 2: lean
-                       // register-direct (gemm_decode_lean.cu)
+  int family = 0;      // 1: register-direct (gemm_decode_ldg.cu), 2: lean (gemm_decode_lean.cu)
 };
 int w4a16_decode_num_variants();
 DecodeVariantInfo w4a16_decode_variant_info(int v);
@@ -43,12 +43,11 @@ struct DecodeTuning {
   int variant = -1;  // -1: the default variant
   int sms = 0;       // > 0: size the grid for this many SMs (tests); 0: gemm_stream_sms(stream)
   int xcap = 0;      // > 0: activation slice budget in bytes (tests: forces k splits)
-  // Programmatic dependent launch (register-direct and lean variants, 10–19; others ignore it): the
-  // kernel may start while the previous kernel in the stream is still running; it requests its
+  // Programmatic dependent launch (KernelOptions::pdl): the kernel may start while the previous kernel in the stream is still running; it requests its
   // first weights, then waits (griddepcontrol.wait) for that kernel to finish before it reads x,
   // Σx or the workspace or writes y. Only for weights nothing in flight writes (not streamed).
   bool pdl = false;
-  // Lean family (14–19; others ignore it): sum the parts of a tile in a fixed order, so the output
+  // Lean family (the register-direct kernel ignores it): sum the parts of a tile in a fixed order, so the output
   // is bitwise the same in every run with the same inputs, plan and SM count (block ranges hold
   // whole tiles; speed vs arrival order in BENCHMARKS.md). Needs the larger workspace
   // w4a16_decode_workspace_bytes gives for it.
@@ -59,14 +58,14 @@ struct DecodeTuning {
   // Lean family, when not `deterministic`: block ranges on tile boundaries, summed as in the
   // deterministic mode (so bitwise reproducible too), instead of stream-K ranges summed in
   // arrival order. -1: where w4a16_decode_whole_tiles says (measured faster there), 0: never (the
-  // arrival-order kernels), 1: always.
+  // arrival-order kernels), 1: always (tests).
   int whole_tiles = -1;
 };
 
 // The rule of DecodeTuning::whole_tiles = -1: on more than 32 SMs, when a split's blocks get at
 // most 4 tiles each (the 4-16 MB 12B shapes at m <= 8: stream-K ranges share most tiles between
 // blocks there, and the red.global + ticket path costs more than whole tiles lose to imbalance;
-// measured on the H200, BENCHMARKS.md "W4A16 decode GEMM", 2026-12-04). True when the plan of
+// measured on the H200, BENCHMARKS.md "W4A16 decode GEMM"). True when the plan of
 // variant `tuning.variant` (-1: w4a16_decode_choice's) for this m and grid sums in fixed order.
 bool w4a16_decode_whole_tiles(int m, const Int4Weight& w, int sms, const DecodeTuning& tuning);
 
@@ -85,9 +84,7 @@ cudaError_t w4a16_decode(const bf16* x, int m, int ldx, const Int4Weight& w, Epi
                          const GemmOut& out, void* workspace, size_t workspace_bytes,
                          const DecodeTuning& tuning, cudaStream_t stream);
 
-// The variant w4a16_gemm uses for this shape on `sms` SMs, or −1 where the legacy split-K
-// kernel of gemm.cu was measured faster (BENCHMARKS.md). gemm_set_decode_variant(2) forces
-// the legacy kernel (benchmarks).
+// The variant w4a16_gemm uses for this shape on `sms` SMs (−1 when m is out of [1, 16]).
 int w4a16_decode_choice(int m, const Int4Weight& w, int sms);
 
 }  // namespace g4c::cuda

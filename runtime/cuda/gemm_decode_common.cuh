@@ -1,6 +1,5 @@
-// Device code shared by the W4A16 decode kernels (gemm_decode.cu: bulk-copy streaming family;
-// gemm_decode_ldg.cu: register-direct streaming family): PTX helpers, the host-computed split
-// plan (DecArgs), the activation-slice fill and the tile flush (direct epilogue, or fp32
+// Device code shared by the W4A16 decode kernels (gemm_decode_lean.cu, gemm_decode_ldg.cu): PTX
+// helpers, the host-computed split plan (DecArgs), the activation-slice fill and the tile flush (direct epilogue, or fp32
 // partials + tile counter, the last contributor applying the epilogue). Only included from .cu.
 #pragma once
 
@@ -10,15 +9,6 @@
 namespace g4c::cuda::detail {
 
 // ------------------------------------------------------------------ PTX helpers
-// Bulk copy global → this CTA's shared memory, completing on mbarrier `b`, L2 policy `pol`.
-__device__ __forceinline__ void bulk_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* b,
-                                         uint64_t pol) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(
-          smem_u32(dst)),
-      "l"(src), "r"(bytes), "r"(smem_u32(b)), "l"(pol)
-      : "memory");
-}
 // 16-byte streaming load: read-only path, no L1 allocation, L2 policy `pol` (evict-first here).
 __device__ __forceinline__ uint4 ldg_stream(const uint4* p, uint64_t pol) {
   uint4 v;
@@ -35,7 +25,7 @@ __device__ __forceinline__ uint64_t evict_first_policy() {
 __device__ __forceinline__ void red_add_v2(float* p, float a, float b) {
   asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(a), "f"(b) : "memory");
 }
-// mma without `volatile`: the compiler may interleave independent chains (FAST variants).
+// mma without `volatile`: the compiler may interleave independent chains.
 __device__ __forceinline__ void mma_bf16_nv(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%0,%1,%2,%3};\n"
@@ -249,7 +239,7 @@ __device__ __forceinline__ void decode_flush_tile(const DecArgs& a, const EpiArg
 struct LdgKernels {
   const void* k[2][2];
 };
-LdgKernels ldg_kernels(int i);
+LdgKernels ldg_kernels();
 // Lean register-direct family (gemm_decode_lean.cu): [m > 8][group / 64 − 1][asym]; kd: the
 // deterministic-mode kernels.
 struct LeanKernels {

@@ -1,9 +1,9 @@
 // W4A16 decode GEMM, m ≤ 16: register-direct streaming family (variants listed in
 // gemm_decode.cu; API in gemm_decode.cuh). Same split plan (DecArgs), activation slice in shared
-// memory and tile flush as the bulk-copy family; the weights do not go through shared memory.
+// memory and tile flush as the lean family; the weights do not go through shared memory.
 //
 // Why: ncu on the gate+up shape (M = 1, 132 SMs) showed the earlier kernels instruction-bound,
-// not memory-bound: the legacy split-K kernel issued ~195 warp instructions per 512-byte chunk
+// not memory-bound: the first split-K decode kernel issued ~195 warp instructions per 512-byte chunk
 // (issue slots 53% busy at 3.5 warps per scheduler, DRAM 30%). This kernel keeps the per-chunk
 // work to what the math needs — one 16-byte load, 2 shared loads per 8 tokens, 28 ALU ops of
 // nibble → bf16 and 4 mma — with everything else hoisted to once per item.
@@ -34,7 +34,7 @@ struct ItemRegs {
 
 // One register buffer refilled as it is consumed: after chunk c of item i is multiplied, chunk c
 // of item i+1 is requested into the same registers, so CH loads per lane stay in flight at the
-// cost of one buffer (measured 2026-12-02 against two whole-item buffers: those spilled at
+// cost of one buffer (measured against two whole-item buffers: those spilled at
 // 80–128 registers).
 template <int MT, int NW, int BPS, int CH, int CPG>
 __global__ void __launch_bounds__(NW * 32, BPS)
@@ -174,27 +174,16 @@ __global__ void __launch_bounds__(NW * 32, BPS)
   if (cur >= 0) decode_flush_tile<MT>(a, e, ws, counters, cur, done, lane, acc);
 }
 
-template <int NW, int BPS, int CH>
-void fill(const void* (&k)[2][2]) {
-  k[0][0] = reinterpret_cast<const void*>(&w4_ldg_kernel<1, NW, BPS, CH, 1>);
-  k[0][1] = reinterpret_cast<const void*>(&w4_ldg_kernel<1, NW, BPS, CH, 2>);
-  k[1][0] = reinterpret_cast<const void*>(&w4_ldg_kernel<2, NW, BPS, CH, 1>);
-  k[1][1] = reinterpret_cast<const void*>(&w4_ldg_kernel<2, NW, BPS, CH, 2>);
-}
-
 }  // namespace
 
-// Kernels of register-direct variant `i` ([m > 8][group / 64 − 1]); configurations as listed in
-// ldg_variant_info (gemm_decode.cu keeps the table of all variants).
-LdgKernels ldg_kernels(int i) {
+// Kernels of the register-direct variant ([m > 8][group / 64 − 1]): 16 warps, 1 block per SM,
+// 8-chunk items (gemm_decode.cu's variant table).
+LdgKernels ldg_kernels() {
   LdgKernels r{};
-  switch (i) {
-    case 0: fill<8, 2, 8>(r.k); break;
-    case 1: fill<16, 1, 8>(r.k); break;
-    case 2: fill<4, 4, 8>(r.k); break;
-    case 3: fill<8, 1, 16>(r.k); break;
-    default: break;
-  }
+  r.k[0][0] = reinterpret_cast<const void*>(&w4_ldg_kernel<1, 16, 1, 8, 1>);
+  r.k[0][1] = reinterpret_cast<const void*>(&w4_ldg_kernel<1, 16, 1, 8, 2>);
+  r.k[1][0] = reinterpret_cast<const void*>(&w4_ldg_kernel<2, 16, 1, 8, 1>);
+  r.k[1][1] = reinterpret_cast<const void*>(&w4_ldg_kernel<2, 16, 1, 8, 2>);
   return r;
 }
 

@@ -1,8 +1,8 @@
 // W4A16 decode GEMM, m ≤ 16: the lean register-direct family (variants listed in
 // gemm_decode.cu; API in gemm_decode.cuh).
 //
-// Why: ncu of the register-direct kernel v11 (gemm_decode_ldg.cu) on the 12B gate+up shape
-// (M = 1, 132 SMs, 2026-12-02): 15.3 M warp instructions for 115,200 chunks of 512 bytes = 133
+// Why: ncu of the register-direct kernel (gemm_decode_ldg.cu) on the 12B gate+up shape
+// (M = 1, 132 SMs): 15.3 M warp instructions for 115,200 chunks of 512 bytes = 133
 // per chunk, 0.52 issued per cycle and scheduler (3.9 warps, 0.98 eligible), DRAM 37.6%. The math
 // of a chunk needs ~45 (1 load, 2 shared loads, 28 ALU nibble → bf16, 4 mma, a share of the group
 // fix-up); the rest was per-chunk bookkeeping: item boundaries that need not align with tiles
@@ -24,7 +24,7 @@
 //    first and last tiles go to its two shared-memory slots and, after the block's barrier, the
 //    warp holding a shared tile's first unit adds the slots in warp order. With k split, the
 //    contributor completing a tile's group count adds the splits' slots in split order, applies
-//    the epilogue and zeroes them. Measured (BENCHMARKS.md, 2026-12-04): 5–12% faster than
+//    the epilogue and zeroes them. Measured (BENCHMARKS.md): 5–12% faster than
 //    arrival order on 132 SMs where a split's blocks get ≤ 4 tiles (no tile shared by blocks),
 //    up to 5% slower on down at M ≥ 4; 0.4–7% slower in the 16-SM context at M ≤ 8. So the
 //    default (DecodeTuning::whole_tiles = -1) takes these kernels on more than 32 SMs when a
@@ -69,24 +69,9 @@ __device__ __forceinline__ uint32_t nib_bf16(uint32_t a, uint32_t bias) {
   return d;
 }
 
-// word >> 4q. IMS = false: a shift (SHF, ALU pipe). IMS = true: the high word of word · 2^(32−4q),
-// an IMAD.HI on the FMA pipe — the same bits. Why: in the 16-SM context the kernel is ALU-bound at
-// m ≤ 8 (BENCHMARKS.md, ncu of v14: ALU pipe 64%, FMA pipe mostly idle), and of a chunk's ~34 ALU
-// instructions 16 are the LOP3s and 12 these shifts (SASS of v14's main loop, 2026-12-04). ptxas
-// keeps mul.hi by a power of two as IMAD.HI (checked in the SASS of v18/v19).
-template <bool IMS>
-__device__ __forceinline__ uint32_t nib_shift(uint32_t word, int q) {
-  if (q == 0 || !IMS) return word >> (4 * q);
-  uint32_t d;
-  if (q == 1) asm("mul.hi.u32 %0, %1, 268435456;\n" : "=r"(d) : "r"(word));  // 2^28
-  else if (q == 2) asm("mul.hi.u32 %0, %1, 16777216;\n" : "=r"(d) : "r"(word));  // 2^24
-  else asm("mul.hi.u32 %0, %1, 1048576;\n" : "=r"(d) : "r"(word));  // 2^20
-  return d;
-}
-
 // One 64-chunk: exact bf16 128+code times the activation fragments into two chains (even / odd
 // k16 steps); FIRST: the chunk that starts a group (chains start from zero).
-template <int MT, bool FIRST, bool IMS>
+template <int MT, bool FIRST>
 __device__ __forceinline__ void lean_chunk(const uint4& cw, const uint4 (&xb)[MT][2], float (&tg)[2][MT][4],
                                            uint32_t bias) {
 #pragma unroll
@@ -94,7 +79,7 @@ __device__ __forceinline__ void lean_chunk(const uint4& cw, const uint4 (&xb)[MT
     const uint32_t word = ks == 0 ? cw.x : ks == 1 ? cw.y : ks == 2 ? cw.z : cw.w;
     uint32_t af[4];
 #pragma unroll
-    for (int q = 0; q < 4; ++q) af[q] = nib_bf16(nib_shift<IMS>(word, q), bias);
+    for (int q = 0; q < 4; ++q) af[q] = nib_bf16(word >> (4 * q), bias);
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
       const uint32_t b0 = ks == 0 ? xb[mt][0].x : ks == 1 ? xb[mt][0].z : ks == 2 ? xb[mt][1].x : xb[mt][1].z;
@@ -337,7 +322,7 @@ struct Cursor {
   int gl;
 };
 
-template <int MT, int NW, int BPS, int D, int CPG, bool ASYM, bool DET, bool IMS>
+template <int MT, int NW, int BPS, int D, int CPG, bool ASYM, bool DET>
 __global__ void __launch_bounds__(NW * 32, BPS)
     w4_lean_kernel(const bf16* __restrict__ x, int ldx, Int4Weight w, EpiArgs e, DecArgs a,
                    float* __restrict__ ws, int* __restrict__ counters) {
@@ -484,9 +469,9 @@ __global__ void __launch_bounds__(NW * 32, BPS)
       }
       // Refill after the chunk is consumed: the load reuses its registers, no copy.
       if (cc == 0)
-        lean_chunk<MT, true, IMS>(r[j * CPG + cc], xb, tg, bias);
+        lean_chunk<MT, true>(r[j * CPG + cc], xb, tg, bias);
       else
-        lean_chunk<MT, false, IMS>(r[j * CPG + cc], xb, tg, bias);
+        lean_chunk<MT, false>(r[j * CPG + cc], xb, tg, bias);
       if (refill) r[j * CPG + cc] = ldg_stream(L.q + cc * 32, pol);
     }
     const uint32_t sw = sr[j], zw = zr[j];
@@ -556,21 +541,21 @@ __global__ void __launch_bounds__(NW * 32, BPS)
   }
 }
 
-template <int NW, int BPS, int D, bool DET, bool IMS>
+template <int NW, int BPS, int D, bool DET>
 void fill(const void* (&k)[2][2][2]) {
-  k[0][0][0] = reinterpret_cast<const void*>(&w4_lean_kernel<1, NW, BPS, D, 1, false, DET, IMS>);
-  k[0][0][1] = reinterpret_cast<const void*>(&w4_lean_kernel<1, NW, BPS, D, 1, true, DET, IMS>);
-  k[0][1][0] = reinterpret_cast<const void*>(&w4_lean_kernel<1, NW, BPS, D, 2, false, DET, IMS>);
-  k[0][1][1] = reinterpret_cast<const void*>(&w4_lean_kernel<1, NW, BPS, D, 2, true, DET, IMS>);
-  k[1][0][0] = reinterpret_cast<const void*>(&w4_lean_kernel<2, NW, BPS, D, 1, false, DET, IMS>);
-  k[1][0][1] = reinterpret_cast<const void*>(&w4_lean_kernel<2, NW, BPS, D, 1, true, DET, IMS>);
-  k[1][1][0] = reinterpret_cast<const void*>(&w4_lean_kernel<2, NW, BPS, D, 2, false, DET, IMS>);
-  k[1][1][1] = reinterpret_cast<const void*>(&w4_lean_kernel<2, NW, BPS, D, 2, true, DET, IMS>);
+  k[0][0][0] = reinterpret_cast<const void*>(&w4_lean_kernel<1, NW, BPS, D, 1, false, DET>);
+  k[0][0][1] = reinterpret_cast<const void*>(&w4_lean_kernel<1, NW, BPS, D, 1, true, DET>);
+  k[0][1][0] = reinterpret_cast<const void*>(&w4_lean_kernel<1, NW, BPS, D, 2, false, DET>);
+  k[0][1][1] = reinterpret_cast<const void*>(&w4_lean_kernel<1, NW, BPS, D, 2, true, DET>);
+  k[1][0][0] = reinterpret_cast<const void*>(&w4_lean_kernel<2, NW, BPS, D, 1, false, DET>);
+  k[1][0][1] = reinterpret_cast<const void*>(&w4_lean_kernel<2, NW, BPS, D, 1, true, DET>);
+  k[1][1][0] = reinterpret_cast<const void*>(&w4_lean_kernel<2, NW, BPS, D, 2, false, DET>);
+  k[1][1][1] = reinterpret_cast<const void*>(&w4_lean_kernel<2, NW, BPS, D, 2, true, DET>);
 }
-template <int NW, int BPS, int D, bool IMS = false>
+template <int NW, int BPS, int D>
 void fill(LeanKernels& r) {
-  fill<NW, BPS, D, false, IMS>(r.k);
-  fill<NW, BPS, D, true, IMS>(r.kd);
+  fill<NW, BPS, D, false>(r.k);
+  fill<NW, BPS, D, true>(r.kd);
 }
 
 }  // namespace
@@ -581,11 +566,7 @@ LeanKernels lean_kernels(int i) {
   LeanKernels r{};
   switch (i) {
     case 0: fill<16, 1, 8>(r); break;
-    case 1: fill<8, 1, 16>(r); break;
-    case 2: fill<8, 2, 8>(r); break;
-    case 3: fill<12, 1, 8>(r); break;
-    case 4: fill<16, 1, 8, true>(r); break;   // 0 with the shifts on the FMA pipe
-    case 5: fill<12, 1, 8, true>(r); break;   // 3 with the shifts on the FMA pipe
+    case 1: fill<12, 1, 8>(r); break;
     default: break;
   }
   return r;

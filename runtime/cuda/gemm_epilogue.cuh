@@ -42,8 +42,7 @@ __device__ __forceinline__ void epi_write(const EpiArgs& e, int prow, int tok, f
 
 // Two adjacent output columns (col, col + 1; col even) of token `tok`, bounded by `lim` columns
 // (ep 0 store, 1 + residual); pair_ok: 4-byte-aligned pairs may be stored as one bf162. The
-// epilogue of the wgmma tiles that epilogue_full_tile does not take (gemm_sm90_rs.cu,
-// gemm_sm90_ws.cu).
+// epilogue of the wgmma tiles that epilogue_full_tile does not take (gemm_sm90_rs.cu).
 __device__ __forceinline__ void epi_store2(const EpiArgs& e, int tok, int col, float v0, float v1, int lim,
                                            bool pair_ok) {
   if (tok >= e.m || col >= lim) return;
@@ -70,12 +69,12 @@ __device__ __forceinline__ void epi_store2(const EpiArgs& e, int tok, int col, f
 }
 
 // The epilogue of a wgmma tile inside both bounds, with 4-byte-aligned column pairs
-// (gemm_sm90_rs.cu, gemm_sm90_ws.cu). acc is a 64-row warpgroup slice's accumulator: acc[4j..4j+3]
+// (gemm_sm90_rs.cu). acc is a 64-row warpgroup slice's accumulator: acc[4j..4j+3]
 // = (row g, tok 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1) of token block j; `tok` is this lane's
 // token in block 0 (+ 8 per block), `prow` its packed row (+ 8 for acc[4j+2..3]). Straight-line
 // code per kind (EP 0 store, 1 + residual, 2 gelu(gate)·up), no per-element tests; KS > 1: token
-// blocks j ≡ rank (mod KS) only (split-K clusters). Why (ncu, q 3840→4096 at M = 2048,
-// 2026-12-04): the generic per-element epilogue of the register-A kernel compiled to ~14k SASS
+// blocks j ≡ rank (mod KS) only (split-K clusters). Why (ncu, q 3840→4096 at M = 2048):
+// the generic per-element epilogue of the register-A kernel compiled to ~14k SASS
 // instructions (32 token blocks × 2 halves × every kind's branches), so its ~1.8k executed
 // instructions per warp and tile stalled on instruction fetch ("no_instruction"): 29% of the
 // warp samples in the 16-SM context, 37% on the whole H200, with the tensor pipe idle.
@@ -152,33 +151,19 @@ __device__ __forceinline__ void epilogue_full_tile(const EpiArgs& e, const float
     epilogue_full_tile_kind<BT, KS, 0>(e, acc, prow, tok, odd, rank);
 }
 
-// sm_90a wgmma kernels (gemm_sm90.cu), used for m ≥ 64.
-// bt: tokens per block, 128 or 256.
-cudaError_t launch_wgmma_int4(const bf16* x, int ldx, const Int4Weight& w, const EpiArgs& e,
-                              int bt, cudaStream_t stream);
+// sm_90a wgmma kernel (gemm_sm90.cu), BF16 weights, m ≥ 64; bt: tokens per block, 128 or 256.
 cudaError_t launch_wgmma_bf16(const bf16* x, int ldx, const Bf16Weight& w, const EpiArgs& e,
                               int bt, cudaStream_t stream);
-// Warp-specialized persistent wgmma kernels (gemm_sm90_ws.cu): 128 weight rows × bt (128 or
-// 256) tokens per tile; max_blocks > 0 caps the grid (persistent: each block loops over tiles),
-// 0 launches one block per tile. rel0: consumers drain their wgmmas every k step (variant).
-cudaError_t launch_ws_int4(const bf16* x, int ldx, const Int4Weight& w, const EpiArgs& e, int bt,
-                           int max_blocks, bool rel0, cudaStream_t stream);
-// Register-A variant (gemm_sm90_rs.cu): TMA-fed X, INT4 dequantized in the consumer warps'
-// registers (wgmma with A from registers); bt 256 or 128; max_blocks as above; tensor_maps: the
-// weight fragments, scales and zeros by one TMA box each per stage (else 8 bulk copies each).
-// ksplit 2 / 4 (tensor maps only): split-K over a cluster of that many blocks per tile, summed
-// through distributed shared memory (one tile per cluster; max_blocks ignored); capped by the
-// k chunks.
+// Register-A warp-specialized kernel (gemm_sm90_rs.cu), INT4 weights, m ≥ 64: TMA-fed X, the
+// weight fragments, scales and zeros by one TMA box each per stage, INT4 dequantized in the
+// consumer warps' registers (wgmma with A from registers); bt 256 or 128; max_blocks caps the
+// persistent grid (each block loops over tiles). ksplit 2 / 4: split-K over a cluster of that
+// many blocks per tile, summed through distributed shared memory (one tile per cluster;
+// max_blocks ignored); capped by the k chunks.
 cudaError_t launch_rs_int4(const bf16* x, int ldx, const Int4Weight& w, const EpiArgs& e, int bt,
-                           int max_blocks, bool tensor_maps, int ksplit, cudaStream_t stream);
+                           int max_blocks, int ksplit, cudaStream_t stream);
 // How many clusters of the split-K kernel (bt, ksplit 2 or 4) can be resident at once on the
 // device (occupancy API; 0 when unknown).
 int rs_split_clusters(int bt, int ksplit);
-cudaError_t launch_ws_bf16(const bf16* x, int ldx, const Bf16Weight& w, const EpiArgs& e, int bt,
-                           int max_blocks, cudaStream_t stream);
-// bf16_gemm's m ≤ 16 fp32-output launch by the register-direct kernel (gemv_bf16.cu) when
-// gemm_set_bf16_decode_rd is on and the shapes allow; false: not taken. *err: the launch's status.
-bool bf16_gemv_rd(const bf16* x, int m, int ldx, const Bf16Weight& w, const GemmOut& out, cudaError_t* err,
-                  cudaStream_t stream);
 
 }  // namespace g4c::cuda::detail

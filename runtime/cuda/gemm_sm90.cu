@@ -2,9 +2,8 @@
 // fp32 accumulators. Block = 2 warpgroups × 64 weight rows, 128 or 256 tokens, k step 64, 4-stage
 // cp.async pipeline into shared tiles laid out exactly as the 128-byte-swizzle K-major wgmma
 // layout (row r at r·128 B, 16-byte chunk c at c ^ (r mod 8); tiles 1024-byte aligned).
-// A and B both come from shared memory (descriptors). INT4 weights: each warp dequantizes its
-// 16-row tile of the stage (the repacked fragments, gemm.cuh) into a double-buffered bf16 A
-// tile in the same swizzled layout, then the BF16 path runs on it.
+// A and B both come from shared memory (descriptors). BF16 weights (the INT4 GEMM's m ≥ 64 kernel
+// is gemm_sm90_rs.cu).
 #include "runtime/cuda/common.cuh"
 #include "runtime/cuda/gemm_epilogue.cuh"
 #include "runtime/cuda/wgmma.cuh"
@@ -14,31 +13,28 @@ namespace detail {
 namespace {
 
 constexpr int kBN = 128, kStages = 4, kThreads = 256;
-template <bool INT4, int kBT>
+template <int kBT>
 struct WgCfg {
   static constexpr int kX = kBT * 64 * 2;
-  static constexpr int kA = INT4 ? kBN * 32 : kBN * 64 * 2;
+  static constexpr int kA = kBN * 64 * 2;
   static constexpr int kStage = kX + kA;  // multiple of 1024
-  static constexpr int kABuf = INT4 ? kBN * 64 * 2 : 0;  // 2 dequantized bf16 A tiles
-  static constexpr int kSmem = kStage * kStages + 2 * kABuf + 1024;  // + alignment slack
+  static constexpr int kSmem = kStage * kStages + 1024;  // + alignment slack
 };
 
 // BT tokens per block (wgmma n). Loads run kLoadAhead = kStages − 2 stages ahead so that one
 // wgmma group may stay in flight (wait_group 1).
-template <bool INT4, int kBT>
+template <int kBT>
 __global__ void __launch_bounds__(kThreads, 1)
-    wgmma_gemm_kernel(const bf16* __restrict__ x, int ldx, Int4Weight w4, Bf16Weight wb, EpiArgs e) {
-  using C = WgCfg<INT4, kBT>;
+    wgmma_gemm_kernel(const bf16* __restrict__ x, int ldx, Bf16Weight wb, EpiArgs e) {
+  using C = WgCfg<kBT>;
   constexpr int kLoadAhead = kStages - 2;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
-  bf16* abuf = reinterpret_cast<bf16*>(smem + C::kStage * kStages);  // INT4 only
-  const int K = INT4 ? w4.k : wb.k;
-  const int kc_n = INT4 ? w4.kp / 64 : (K + 63) / 64;
+  const int K = wb.k;
+  const int kc_n = (K + 63) / 64;
   const int n0 = blockIdx.x * kBN;
   const int tok0 = blockIdx.y * kBT;
   const int tid = threadIdx.x;
-  const int ntiles = INT4 ? (w4.n + 15) / 16 : 0;
 
   auto load_stage = [&](int stage, int kc) {
     unsigned char* base = smem + stage * C::kStage;
@@ -50,17 +46,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       const bool ok = tok < e.m && k < K;
       cp_async16(xs + swz(r, ch), ok ? x + long(tok) * ldx + k : x, ok ? 16 : 0);
     }
-    if constexpr (INT4) {
-      unsigned char* as = base + C::kX;
-      for (int i = tid; i < kBN * 2; i += kThreads) {
-        const int tt = i >> 5, lane = i & 31;
-        const int tile = n0 / 16 + tt;
-        const bool ok = tile < ntiles;
-        const uint4* src = static_cast<const uint4*>(w4.qweight) +
-                           (ok ? (long(tile) * kc_n + kc) * 32 + lane : 0);
-        cp_async16(as + i * 16, src, ok ? 16 : 0);
-      }
-    } else {
+    {
       bf16* as = reinterpret_cast<bf16*>(base + C::kX);
 #pragma unroll 4
       for (int i = tid; i < kBN * 8; i += kThreads) {
@@ -84,7 +70,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (s < kc_n) load_stage(s, s);
     cp_async_commit();
   }
-  const int ngroups = INT4 ? w4.kp / w4.group : 1;
   for (int kc = 0; kc < kc_n; ++kc) {
     cp_async_wait<kLoadAhead - 1>();
     fence_proxy_async();  // cp.async writes (generic proxy) → wgmma reads (async proxy)
@@ -96,37 +81,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     const unsigned char* base = smem + (kc % kStages) * C::kStage;
     const uint32_t xaddr = smem_u32(base);
-    if constexpr (INT4) {
-      // Dequantize this stage's packed tiles (warp w: tile w, 16 rows) into bf16 A buffer kc&1,
-      // laid out like the bf16 path (its previous reader, wgmma kc−2, has completed).
-      const uint4 aw = reinterpret_cast<const uint4*>(base + C::kX)[tid];
-      const int tile = min(n0 / 16 + warp, ntiles - 1);
-      const long so = (long(tile) * ngroups + kc * 64 / w4.group) * 16 + 2 * g;
-      const bf162 s2 = *reinterpret_cast<const bf162*>(w4.scales + so);
-      const uint32_t zw = w4.zeros ? *reinterpret_cast<const uint16_t*>(w4.zeros + so) : 0x0808u;
-      const bf162 zlo = __float2bfloat162_rn(128.f + float(zw & 0xFF));
-      const bf162 zhi = __float2bfloat162_rn(128.f + float(zw >> 8));
-      const bf162 slo = __low2bfloat162(s2), shi = __high2bfloat162(s2);
-      bf16* ab = abuf + (kc & 1) * (kBN * 64);
-      const uint32_t words[4] = {aw.x, aw.y, aw.z, aw.w};
-      const int r0 = warp * 16 + g, r1 = r0 + 8;
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        uint32_t a[4];
-        dequant8(words[ks], zlo, zhi, slo, shi, a);
-        *reinterpret_cast<uint32_t*>(ab + swz(r0, ks * 2) + 2 * t) = a[0];
-        *reinterpret_cast<uint32_t*>(ab + swz(r1, ks * 2) + 2 * t) = a[1];
-        *reinterpret_cast<uint32_t*>(ab + swz(r0, ks * 2 + 1) + 2 * t) = a[2];
-        *reinterpret_cast<uint32_t*>(ab + swz(r1, ks * 2 + 1) + 2 * t) = a[3];
-      }
-      fence_proxy_async();
-      __syncthreads();
-      const uint32_t aaddr = smem_u32(ab) + wg * 64 * 128;
-      wgmma_fence();
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks)
-        wgmma_ss(acc, sw128_desc(aaddr + ks * 32), sw128_desc(xaddr + ks * 32));
-    } else {
+    {
       const uint32_t aaddr = smem_u32(base + C::kX) + wg * 64 * 128;
       wgmma_fence();
 #pragma unroll
@@ -157,30 +112,22 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-template <bool INT4, int kBT>
-cudaError_t launch(const bf16* x, int ldx, const Int4Weight& w4, const Bf16Weight& wb,
-                   const EpiArgs& e, cudaStream_t stream) {
-  using C = WgCfg<INT4, kBT>;
-  static const cudaError_t attr = cudaFuncSetAttribute(
-      wgmma_gemm_kernel<INT4, kBT>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
+template <int kBT>
+cudaError_t launch(const bf16* x, int ldx, const Bf16Weight& wb, const EpiArgs& e, cudaStream_t stream) {
+  using C = WgCfg<kBT>;
+  static const cudaError_t attr =
+      cudaFuncSetAttribute(wgmma_gemm_kernel<kBT>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
   if (attr != cudaSuccess) return attr;
-  const int n = INT4 ? ((w4.n + 15) / 16) * 16 : wb.n;
-  dim3 grid((n + kBN - 1) / kBN, (e.m + kBT - 1) / kBT);
-  wgmma_gemm_kernel<INT4, kBT><<<grid, kThreads, C::kSmem, stream>>>(x, ldx, w4, wb, e);
+  dim3 grid((wb.n + kBN - 1) / kBN, (e.m + kBT - 1) / kBT);
+  wgmma_gemm_kernel<kBT><<<grid, kThreads, C::kSmem, stream>>>(x, ldx, wb, e);
   return cudaGetLastError();
 }
 
 }  // namespace
 
-cudaError_t launch_wgmma_int4(const bf16* x, int ldx, const Int4Weight& w, const EpiArgs& e,
-                              int bt, cudaStream_t stream) {
-  return bt == 256 ? launch<true, 256>(x, ldx, w, Bf16Weight{}, e, stream)
-                   : launch<true, 128>(x, ldx, w, Bf16Weight{}, e, stream);
-}
 cudaError_t launch_wgmma_bf16(const bf16* x, int ldx, const Bf16Weight& w, const EpiArgs& e,
                               int bt, cudaStream_t stream) {
-  return bt == 256 ? launch<false, 256>(x, ldx, Int4Weight{}, w, e, stream)
-                   : launch<false, 128>(x, ldx, Int4Weight{}, w, e, stream);
+  return bt == 256 ? launch<256>(x, ldx, w, e, stream) : launch<128>(x, ldx, w, e, stream);
 }
 
 }  // namespace detail

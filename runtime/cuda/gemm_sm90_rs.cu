@@ -5,22 +5,20 @@
 // Block = 3 warpgroups (384 threads), persistent over tiles of 128 weight rows × BT tokens
 // (tile t → token tile t mod T, row tile t div T). Stage ring of S slots, each: X tile [BT][64]
 // bf16 (TMA, 128-byte swizzle: row r at r·128 B, 16-byte chunk c at c ^ (r mod 8)), the packed
-// INT4 fragments of the 8 row tiles (8 × 512 B bulk copies of the repacked layout, gemm.cuh),
-// their group's scales (8 × 32 B) and zeros (8 × 16 B).
-//   warpgroup 0: warp 0 issues the copies of stage i once the consumers released its slot
-//     (mbarrier `empty`): lane 0 arms `full` with the byte count (complete_tx) and issues the X
-//     tile, lane t < 8 the bulk copies of row tile t (25 requests per stage); with TM (tensor
-//     maps) lane 0 alone issues 4 TMA requests per stage — X, the 8 row tiles' fragments as one
-//     2-D box over [row tile][k chunk · 512 B], their scales and zeros as 2-D boxes over
-//     [row tile][group · 16] (rows past n zero-filled). Warps 1–3 only lower their register
-//     allotment (setmaxnreg) and leave.
+// INT4 fragments of the 8 row tiles (the repacked layout, gemm.cuh), their group's scales
+// (8 × 32 B) and zeros (8 × 16 B).
+//   warpgroup 0: thread 0 issues the copies of stage i once the consumers released its slot
+//     (mbarrier `empty`): it arms `full` with the byte count (complete_tx) and issues 4 TMA
+//     requests — X, the 8 row tiles' fragments as one 2-D box over [row tile][k chunk · 512 B],
+//     their scales and zeros as 2-D boxes over [row tile][group · 16] (rows past n zero-filled).
+//     Warps 1–3 only lower their register allotment (setmaxnreg) and leave.
 //   warpgroups 1, 2 (64 weight rows each, warp w: one 16-row tile): per k step of 64, each
 //     thread reads its 16 packed bytes (its 4 mma A fragments, one per k16 step) and
 //     dequantizes them in registers, bf16((code − z)·s) exactly as the other kernels, while the
 //     previous k step's 4 wgmmas run; the A registers are double-buffered (k loop unrolled by
 //     two) so that wgmma.wait_group 1 frees the set about to be rewritten.
 // No bf16 A tile in shared memory: 37 KB per stage (BT = 256), so 6 stages fit.
-// Split-K (KS > 1, tensor maps only): a cluster of KS blocks per tile, block `rank` of the
+// Split-K (KS > 1): a cluster of KS blocks per tile, block `rank` of the
 // cluster takes k chunks [rank·kc/KS, (rank+1)·kc/KS); after its main loop each block stores its
 // fp32 partial tile in its own (now idle) stage ring, and block r sums token blocks j ≡ r (mod KS)
 // of all KS partials through distributed shared memory in rank order (deterministic) and runs the
@@ -48,12 +46,6 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, i
 }
 __device__ __forceinline__ void prefetch_tmap(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
-}
-__device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                   smem_u32(dst)),
-               "l"(src), "r"(bytes), "r"(smem_u32(bar))
-               : "memory");
 }
 
 __device__ __forceinline__ void wgmma_rs(float (&d)[64], const uint32_t* a, uint64_t db) {
@@ -109,12 +101,12 @@ struct RsCfg {
   static_assert(kSmem <= 227 * 1024, "shared memory");
 };
 
-// The weight-side tensor maps of the TM variant (unused, zero, otherwise).
+// The weight-side tensor maps (fragments, scales, zeros).
 struct RsWeightMaps {
   CUtensorMap w, s, z;
 };
 
-template <int BT, int S, bool TM, int KS>
+template <int BT, int S, int KS>
 __global__ void __launch_bounds__(kRsThreads, 1)
     rs_gemm_kernel(const __grid_constant__ CUtensorMap tmx, const __grid_constant__ RsWeightMaps tmw, Int4Weight w4,
                    EpiArgs e, int tok_tiles, int total_tiles, int pair_ok) {
@@ -126,8 +118,6 @@ __global__ void __launch_bounds__(kRsThreads, 1)
   const int tid = threadIdx.x;
   const int kc_n = w4.kp / 64;
   const int ntiles16 = (w4.n + 15) / 16;
-  const int ngroups = w4.kp / w4.group;
-  static_assert(KS == 1 || TM, "split-K runs with tensor maps only");
   static_assert(BT / 8 * 256 * 16 <= C::kStageAligned * S, "partial tile fits the stage ring");
   // Split-K: one tile per cluster, this block's k chunks [k_lo, k_lo + nk). Else persistent.
   const int rank = KS > 1 ? int(cluster_rank()) : 0;
@@ -145,18 +135,12 @@ __global__ void __launch_bounds__(kRsThreads, 1)
   }
   __syncthreads();
 
-  // The copy warp's loop (warp 0; TM: lane 0 alone).
+  // The copying thread's loop (thread 0).
   const auto produce = [&]() {
-    // Warp 0: lane 0 arms the barrier and issues the X tile; lane tt < 8 copies row tile tt
-    // (TM: lane 0 issues all four boxes).
-    if (tid == 0) {
-      prefetch_tmap(&tmx);
-      if constexpr (TM) {
-        prefetch_tmap(&tmw.w);
-        prefetch_tmap(&tmw.s);
-        if (w4.zeros) prefetch_tmap(&tmw.z);
-      }
-    }
+    prefetch_tmap(&tmx);
+    prefetch_tmap(&tmw.w);
+    prefetch_tmap(&tmw.s);
+    if (w4.zeros) prefetch_tmap(&tmw.z);
     for (int i = 0; i < nitems; ++i) {
       const int s = i % S;
       if (i >= S) mbar_wait(&empty[s], uint32_t((i / S) - 1) & 1u);
@@ -165,38 +149,20 @@ __global__ void __launch_bounds__(kRsThreads, 1)
       const int kc = k_lo + i % nk;
       const int tok0 = (tile % tok_tiles) * BT;
       const int t0 = (tile / tok_tiles) * (kRsRows / 16);
-      if constexpr (TM) {
-        const int gi = kc * 64 / w4.group;
-        // Every box is counted whole (its zero-filled rows too).
-        mbar_expect_tx(&full[s], uint32_t(C::kX) + 8u * (512u + 32u + (w4.zeros ? 16u : 0u)));
-        tma_load_2d(base, &tmx, kc * 64, tok0, &full[s]);
-        tma_load_2d(base + C::kX, &tmw.w, kc * 128, t0, &full[s]);
-        tma_load_2d(base + C::kX + C::kP, &tmw.s, gi * 16, t0, &full[s]);
-        if (w4.zeros) tma_load_2d(base + C::kX + C::kP + 256, &tmw.z, gi * 16, t0, &full[s]);
-        continue;
-      }
-      const int nvalid = min(8, ntiles16 - t0);
-      if (tid == 0) {
-        const uint32_t bytes = uint32_t(C::kX) + uint32_t(nvalid) * (512u + 32u + (w4.zeros ? 16u : 0u));
-        mbar_expect_tx(&full[s], bytes);
-        tma_load_2d(base, &tmx, kc * 64, tok0, &full[s]);
-      }
-      __syncwarp();
-      if (tid < nvalid) {
-        const int tt = tid;
-        const long tg = long(t0 + tt) * ngroups + kc * 64 / w4.group;
-        bulk_load(base + C::kX + tt * 512,
-                  static_cast<const unsigned char*>(w4.qweight) + (long(t0 + tt) * kc_n + kc) * 512, 512u, &full[s]);
-        bulk_load(base + C::kX + C::kP + tt * 32, w4.scales + tg * 16, 32u, &full[s]);
-        if (w4.zeros) bulk_load(base + C::kX + C::kP + 256 + tt * 16, w4.zeros + tg * 16, 16u, &full[s]);
-      }
+      const int gi = kc * 64 / w4.group;
+      // Every box is counted whole (its zero-filled rows too).
+      mbar_expect_tx(&full[s], uint32_t(C::kX) + 8u * (512u + 32u + (w4.zeros ? 16u : 0u)));
+      tma_load_2d(base, &tmx, kc * 64, tok0, &full[s]);
+      tma_load_2d(base + C::kX, &tmw.w, kc * 128, t0, &full[s]);
+      tma_load_2d(base + C::kX + C::kP, &tmw.s, gi * 16, t0, &full[s]);
+      if (w4.zeros) tma_load_2d(base + C::kX + C::kP + 256, &tmw.z, gi * 16, t0, &full[s]);
     }
   };
 
   if (tid < 128) {
     // ---------------------------------------------------------------- copy warpgroup
     if constexpr (BT == 256) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
-    if (tid < (TM ? 1 : 32)) produce();
+    if (tid == 0) produce();
     if constexpr (KS > 1) {  // the consumers' two cluster barriers (partials stored, partials read)
       cluster_arrive();
       cluster_wait();
@@ -366,12 +332,12 @@ bool encode_rows(CUtensorMap* map, CUtensorMapDataType type, const void* p, uint
                     swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-template <int BT, int S, bool TM, int KS>
+template <int BT, int S, int KS>
 cudaError_t launch_rs_t(const bf16* x, int ldx, const Int4Weight& w, const EpiArgs& e, int max_blocks,
                         cudaStream_t stream) {
   using C = RsCfg<BT, S>;
   static const cudaError_t attr =
-      cudaFuncSetAttribute(rs_gemm_kernel<BT, S, TM, KS>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
+      cudaFuncSetAttribute(rs_gemm_kernel<BT, S, KS>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
   if (attr != cudaSuccess) return attr;
   if (!encode_fn()) return cudaErrorNotSupported;
   // X [m][ldx] bf16 as a 2-D tensor {k, m}; box {64, BT}, 128-byte swizzle.
@@ -379,17 +345,15 @@ cudaError_t launch_rs_t(const bf16* x, int ldx, const Int4Weight& w, const EpiAr
   if (!encode_rows(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, x, uint64_t(w.k), uint64_t(e.m), uint64_t(ldx) * 2, 64,
                    BT, CU_TENSOR_MAP_SWIZZLE_128B))
     return cudaErrorInvalidValue;
+  // Repacked layout (gemm.cuh): qweight [ntiles16][kp/64][512 B] as u32 rows of kp/64 · 128;
+  // scales bf16 / zeros u8 [ntiles16][kp/G][16]. Box: 8 row tiles × one k chunk / group.
   RsWeightMaps wm{};
-  if constexpr (TM) {
-    // Repacked layout (gemm.cuh): qweight [ntiles16][kp/64][512 B] as u32 rows of kp/64 · 128;
-    // scales bf16 / zeros u8 [ntiles16][kp/G][16]. Box: 8 row tiles × one k chunk / group.
-    const uint64_t nt = uint64_t((w.n + 15) / 16), kc = uint64_t(w.kp / 64), ng = uint64_t(w.kp / w.group);
-    constexpr CUtensorMapSwizzle kNone = CU_TENSOR_MAP_SWIZZLE_NONE;
-    if (!encode_rows(&wm.w, CU_TENSOR_MAP_DATA_TYPE_UINT32, w.qweight, kc * 128, nt, kc * 512, 128, 8, kNone) ||
-        !encode_rows(&wm.s, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, w.scales, ng * 16, nt, ng * 32, 16, 8, kNone) ||
-        (w.zeros && !encode_rows(&wm.z, CU_TENSOR_MAP_DATA_TYPE_UINT8, w.zeros, ng * 16, nt, ng * 16, 16, 8, kNone)))
-      return cudaErrorInvalidValue;
-  }
+  const uint64_t nt = uint64_t((w.n + 15) / 16), kc = uint64_t(w.kp / 64), ng = uint64_t(w.kp / w.group);
+  constexpr CUtensorMapSwizzle kNone = CU_TENSOR_MAP_SWIZZLE_NONE;
+  if (!encode_rows(&wm.w, CU_TENSOR_MAP_DATA_TYPE_UINT32, w.qweight, kc * 128, nt, kc * 512, 128, 8, kNone) ||
+      !encode_rows(&wm.s, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, w.scales, ng * 16, nt, ng * 32, 16, 8, kNone) ||
+      (w.zeros && !encode_rows(&wm.z, CU_TENSOR_MAP_DATA_TYPE_UINT8, w.zeros, ng * 16, nt, ng * 16, 16, 8, kNone)))
+    return cudaErrorInvalidValue;
   const int n_tiles = (((w.n + 15) / 16) * 16 + kRsRows - 1) / kRsRows;
   const int tok_tiles = (e.m + BT - 1) / BT;
   const int total = n_tiles * tok_tiles;
@@ -398,13 +362,13 @@ cudaError_t launch_rs_t(const bf16* x, int ldx, const Int4Weight& w, const EpiAr
       e.o.ldy % 2 == 0 && a4(e.o.y) && (e.ep != 1 || (e.o.ldr % 2 == 0 && a4(e.o.residual))) ? 1 : 0;
   if constexpr (KS == 1) {
     const int grid = max_blocks > 0 ? std::min(total, max_blocks) : total;
-    rs_gemm_kernel<BT, S, TM, 1><<<grid, kRsThreads, C::kSmem, stream>>>(map, wm, w, e, tok_tiles, total, pair_ok);
+    rs_gemm_kernel<BT, S, 1><<<grid, kRsThreads, C::kSmem, stream>>>(map, wm, w, e, tok_tiles, total, pair_ok);
     return cudaGetLastError();
   } else {  // one cluster of KS blocks per tile (max_blocks does not apply)
     cudaLaunchAttribute at;
     const cudaLaunchConfig_t cfg =
         cluster_launch_config(dim3(unsigned(total * KS)), dim3(kRsThreads), C::kSmem, stream, dim3(KS, 1, 1), &at);
-    return cudaLaunchKernelEx(&cfg, rs_gemm_kernel<BT, S, TM, KS>, map, wm, w, e, tok_tiles, total, pair_ok);
+    return cudaLaunchKernelEx(&cfg, rs_gemm_kernel<BT, S, KS>, map, wm, w, e, tok_tiles, total, pair_ok);
   }
 }
 
@@ -413,13 +377,13 @@ template <int BT, int S, int KS>
 int rs_clusters_t() {
   static const int n = [] {
     using C = RsCfg<BT, S>;
-    if (cudaFuncSetAttribute(rs_gemm_kernel<BT, S, true, KS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    if (cudaFuncSetAttribute(rs_gemm_kernel<BT, S, KS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              C::kSmem) != cudaSuccess)
       return 0;
     cudaLaunchAttribute at;
     const cudaLaunchConfig_t cfg = cluster_launch_config(dim3(KS), dim3(kRsThreads), C::kSmem, nullptr, dim3(KS, 1, 1), &at);
     int c = 0;
-    if (cudaOccupancyMaxActiveClusters(&c, rs_gemm_kernel<BT, S, true, KS>, &cfg) != cudaSuccess) {
+    if (cudaOccupancyMaxActiveClusters(&c, rs_gemm_kernel<BT, S, KS>, &cfg) != cudaSuccess) {
       cudaGetLastError();
       return 0;
     }
@@ -431,19 +395,16 @@ int rs_clusters_t() {
 }  // namespace
 
 cudaError_t launch_rs_int4(const bf16* x, int ldx, const Int4Weight& w, const EpiArgs& e, int bt, int max_blocks,
-                           bool tensor_maps, int ksplit, cudaStream_t stream) {
+                           int ksplit, cudaStream_t stream) {
   ksplit = std::min(ksplit, w.kp / 64);  // every block of a cluster gets ≥ 1 k chunk
-  if (tensor_maps && ksplit >= 4)
-    return bt == 256 ? launch_rs_t<256, 6, true, 4>(x, ldx, w, e, 0, stream)
-                     : launch_rs_t<128, 8, true, 4>(x, ldx, w, e, 0, stream);
-  if (tensor_maps && ksplit >= 2)
-    return bt == 256 ? launch_rs_t<256, 6, true, 2>(x, ldx, w, e, 0, stream)
-                     : launch_rs_t<128, 8, true, 2>(x, ldx, w, e, 0, stream);
-  if (tensor_maps)
-    return bt == 256 ? launch_rs_t<256, 6, true, 1>(x, ldx, w, e, max_blocks, stream)
-                     : launch_rs_t<128, 8, true, 1>(x, ldx, w, e, max_blocks, stream);
-  return bt == 256 ? launch_rs_t<256, 6, false, 1>(x, ldx, w, e, max_blocks, stream)
-                   : launch_rs_t<128, 8, false, 1>(x, ldx, w, e, max_blocks, stream);
+  if (ksplit >= 4)
+    return bt == 256 ? launch_rs_t<256, 6, 4>(x, ldx, w, e, 0, stream)
+                     : launch_rs_t<128, 8, 4>(x, ldx, w, e, 0, stream);
+  if (ksplit >= 2)
+    return bt == 256 ? launch_rs_t<256, 6, 2>(x, ldx, w, e, 0, stream)
+                     : launch_rs_t<128, 8, 2>(x, ldx, w, e, 0, stream);
+  return bt == 256 ? launch_rs_t<256, 6, 1>(x, ldx, w, e, max_blocks, stream)
+                   : launch_rs_t<128, 8, 1>(x, ldx, w, e, max_blocks, stream);
 }
 
 int rs_split_clusters(int bt, int ksplit) {

@@ -1,4 +1,4 @@
-// GPTQ on the device (issue 7: GPTQ of the 12B on the GPU inside the budget). The host
+// GPTQ on the device (the 12B's GPTQ on the GPU inside the budget). The host
 // implementation (passes/quant/gptq.cpp) is the reference; these kernels do the same arithmetic:
 //   gram        one fp32 FMA chain per element over the rows in order (the bits of the host's
 //               FMA GEMM tiles), H += 2·double(partial) as the host accumulator does;

@@ -11,8 +11,7 @@
 //   2. a radix descent over okey restricted to that bin (6 passes of 11 / 10 bits: histogram,
 //      then the digit where the running count or weight crosses) gives the token. Its first pass
 //      reads the row and lists the bin's tokens (up to 3072, in shared memory); the other five
-//      read only the list (2026-12-05, thirteenth session; sample_set_candidate_list(false)
-//      restores six full passes for comparison).
+//      read only the list (when the bin holds more tokens, they read the row again).
 // The draw: s = Σ_K w, then each thread sums a contiguous segment in index order, an exclusive
 // scan over the threads, and the thread whose segment holds u · s walks it.
 // Weights are recomputed per pass (w = expf(−x)): no workspace; a row is ≤ 7 passes over 1 MB
@@ -28,17 +27,11 @@
 
 namespace g4c::cuda {
 
-namespace {
-bool g_sample_list = true;  // sample_set_candidate_list
-}  // namespace
-
-void sample_set_candidate_list(bool on) { g_sample_list = on; }
-
 cudaError_t sample_rows(const float* logits, int m, int n, long ldl, const SampleRow* rows, int* out,
                         cudaStream_t stream) {
   if (m <= 0) return cudaSuccess;
   if (n <= 0) return cudaErrorInvalidValue;
-  sample_detail::sample_kernel<<<m, sample_detail::kST, 0, stream>>>(logits, n, ldl, rows, out, g_sample_list);
+  sample_detail::sample_kernel<<<m, sample_detail::kST, 0, stream>>>(logits, n, ldl, rows, out, true);
   return cudaGetLastError();
 }
 

@@ -1,4 +1,4 @@
-// sm_90a wgmma helpers shared by the Hopper GEMM kernels (gemm_sm90.cu, gemm_sm90_ws.cu) and the
+// sm_90a wgmma helpers shared by the Hopper GEMM kernels (gemm_sm90.cu, gemm_sm90_rs.cu) and the
 // Hopper prefill attention (attention_sm90.cu).
 // Only included from .cu files compiled for sm_90a.
 #pragma once

@@ -130,7 +130,7 @@ class CudaBackend final : public runtime::Backend {
   void ensure_capacity(int T, int S, int R);
   runtime::KvSizes fit_kv(const runtime::KvSizes& want);
   // Graphs + lazily loaded modules after KV sizing (fit_kv). 96 MiB was measured 1 MiB short with
-  // batch 10 on the 12B (2026-12-02: 9985 MiB after capturing the decode graphs).
+  // batch 10 on the 12B (9985 MiB after capturing the decode graphs).
   static constexpr int kKvReserveMiB = 160;
   void fill_meta(const BatchDesc& b, const Shape& sh);
   int rows_of(int value, const Shape& sh) const;
@@ -141,6 +141,7 @@ class CudaBackend final : public runtime::Backend {
   bool trace_on() const { return trace_ != nullptr; }
 
   runtime::CudaOptions opts_;
+  cuda::KernelOptions kopts_;  // the launches' options (launch_options of opts_)
   std::unique_ptr<Device> device_;
   DeviceLinearObserver device_observer_;
   std::unique_ptr<runtime::TraceWriter> trace_;

@@ -132,22 +132,13 @@ void CudaBackend::prepare(const plan::Plan& plan, const runtime::WeightStore& we
     for (const auto& gr : groups_) seen |= gr.kind == l->kind() && gr.unit == unit;
     if (!seen) groups_.push_back({l->kind(), unit, 0});
   }
-  // Before load_weights: it sizes the GEMM workspace, which this mode makes larger.
-  cuda::gemm_set_decode_deterministic(opts_.deterministic);
-  cuda::gemm_set_decode_whole_tiles(opts_.decode_whole_tiles ? -1 : 0);
-  cuda::attention_set_prefill_kernel(opts_.prefill_attention);
-  cuda::gemm_set_decode_ims(opts_.decode_ims);
-  cuda::gemm_set_bf16_decode_rd(opts_.lm_head_rd);
+  // Before load_weights: it sizes the GEMM workspace, which deterministic mode makes larger.
+  kopts_ = launch_options(opts_, false);
   load_weights();
-  // Decode GEMMs may start before the kernel before them ends (they read only weights until
-  // griddepcontrol.wait) — not while a streamed weight can still be landing in a slot.
-  cuda::gemm_set_decode_pdl(streamed_.empty() && opts_.decode_pdl);
-  // Likewise the decode attention and its split combine (attention.cuh, attention_set_pdl): the
-  // attention reads only already-cached keys before its wait, the combine nothing.
-  cuda::attention_set_pdl(streamed_.empty() && opts_.decode_pdl);
-  // And the norm and q/k RoPE kernels between them (fused.cuh, fused_set_pdl): each waits for
-  // the kernel before it before reading, and lets the GEMM or attention after it start early.
-  cuda::fused_set_pdl(streamed_.empty() && opts_.decode_pdl);
+  // The decode-step kernels may start before the kernel before them ends (they read only
+  // weights or already-cached keys until their wait) — not while a streamed weight can still be
+  // landing in a slot.
+  kopts_ = launch_options(opts_, !streamed_.empty());
   max_blocks_ = std::max(1, kv.num_blocks);  // block-table width: the most one sequence may need
   // Activations for the engine's largest step before KV is sized (growing later could not fit).
   ensure_capacity(std::max({1, opts_.max_tokens, std::min(kv.step_tokens, (*plan_)->max_chunk_tokens() * std::max(1, kv.ring_slots))}),
@@ -159,7 +150,7 @@ void CudaBackend::prepare(const plan::Plan& plan, const runtime::WeightStore& we
 
   // KV storage; one extra scratch slot per cache for padded rows. One allocation carved at 256 B:
   // per-cache cudaMallocs each round up to the driver's 2 MiB granularity (96 caches on the 12B:
-  // up to 192 MiB unaccounted, measured 1 MiB over the budget on 2026-12-02).
+  // up to 192 MiB unaccounted, measured 1 MiB over the budget).
   kv_.clear();
   size_t pool = 0;
   std::vector<size_t> cache_bytes;
@@ -324,9 +315,6 @@ void CudaBackend::grow_buffers(int cap_T, int cap_S, int cap_R) {
     b.total_q = std::min(cap_T, cap_S * std::max(1, 16 / group));
     attn = std::max(attn, cuda::attention_workspace_bytes(b, a->num_q_heads(), a->head_dim(), 32));
   }
-  // The stream-K prefill attention's slots (variant 11 or 13, when chosen), one per SM of the stream.
-  if (cuda::attention_prefill_uses_workspace(opts_.prefill_attention))
-    attn = std::max(attn, cuda::attention_prefill_workspace_bytes(device_->sms()));
   attn_ws_bytes_ = attn;
   attn_ws_ = dmalloc(attn, "attention workspace");
   ws_bytes_ += align256(attn);

@@ -1,4 +1,4 @@
-// The CUDA backend (issue 7): runs a plan's program with the kernels of runtime/cuda on one
+// The CUDA backend: runs a plan's program with the kernels of runtime/cuda on one
 // device. Plain C++ header (no CUDA include) so tools can use it; the library that defines it,
 // g4c_cuda_backend, exists only when CUDA is built (G4C_HAVE_CUDA_BACKEND is then defined for
 // whoever links it).
@@ -22,6 +22,7 @@
 #include <string>
 
 #include "runtime/backend.h"
+#include "runtime/cuda/kernel_options.h"  // plain C++
 
 namespace g4c::runtime {
 
@@ -35,45 +36,21 @@ struct CudaOptions {
   size_t budget_bytes = 9984ull << 20;  // whole-process device bytes; 0 = no budget
   std::string trace_path;               // Chrome-trace JSON written at destruction ("" = none)
   bool graphs = true;                   // CUDA graphs for decode steps
-  // Decode GEMMs by programmatic dependent launch (when nothing streams). Measured on the H200
-  // 2026-12-02: GpuW4Decode.PdlWaitsForTheKernelThatWritesX passes; performance_public 1.527-1.537 s
-  // with, 1.542-1.551 s without (full GPU); 16-SM green context unchanged (7.16-7.19 vs 7.16 s).
-  bool decode_pdl = true;
+  // Kernel choices of this backend's launches (runtime/cuda/kernel_options.h): programmatic
+  // dependent launch of the decode-step kernels (on; off while weights stream: launch_options),
+  // deterministic decode GEMMs (off; `g4c run --deterministic`). Per instance: two backends with
+  // different choices run side by side in one process.
+  cuda::KernelOptions kernels{.pdl = true, .deterministic = false};
   int max_tokens = 512;                 // token rows of the activation arena allocated up front (grows on demand)
-  // Sibling Linears (q/k/v sharing one input) as one GEMM over concatenated weights
-  // (tests/gpu_runtime SiblingFusionMatchesSeparateGemms checks it; passes on the H200). The CLI
-  // turns it on (runtime::DeviceFlags, --no-fuse-siblings): performance_public 1.457-1.460 s vs
-  // 1.516-1.522 s on the full H200, 7.13 vs 7.10 s emulated, identical tokens (2026-12-02).
-  bool fuse_siblings = false;
-  // Decode GEMMs in deterministic mode (cuda::gemm_set_decode_deterministic: the same logits run
-  // after run for the same inputs and batch; speed in BENCHMARKS.md). Process-wide while this
-  // backend lives (the last backend opened sets it).
-  bool deterministic = false;
-  // Decode GEMMs give their blocks whole tiles where that was measured faster (true:
-  // cuda::gemm_set_decode_whole_tiles(-1)); false: stream-K ranges summed in arrival order
-  // everywhere (0; as before 2026-12-04's sixth session). Process-wide like `deterministic`.
-  bool decode_whole_tiles = true;
+  // Sibling Linears (q/k/v sharing one input) as one GEMM over concatenated weights. Off for
+  // GPTQ, which replaces q/k/v one at a time.
+  bool fuse_siblings = true;
   // Greedy rows take their token from an argmax on the device (Backend::argmax_rows): a step
   // copies R token ids instead of R × vocab fp32 logits, and the host does not scan them.
   bool device_argmax = true;
   // Sampled rows (temperature > 0) take their token from cuda::sample_rows on the device
-  // (Backend::sample_rows, runtime/sampler.h's definition): only token ids are copied back. On by
-  // default since the H200 run of 2026-12-05 (13th session; BENCHMARKS.md): the GPU tests give
-  // every token the host sampler gives, and a sampled 12B run's decode phase took 0.41 s against
-  // 0.73 s with the host sampler (g4c run|bench --no-device-sample for the host).
+  // (Backend::sample_rows, runtime/sampler.h's definition): only token ids are copied back.
   bool device_sample = true;
-  // Prefill attention kernel (cuda::attention_set_prefill_kernel): -1 the default rule, 0 the
-  // flash kernel, 1 … 13 a Hopper variant (attention_sm90.cu / attention_sm90_ws.cu). With 11 or 13
-  // the attention workspace also holds the stream-K slots (attention_prefill_workspace_bytes).
-  // Process-wide like `deterministic`; for A/Bs of kernels end to end.
-  int prefill_attention = -1;
-  // Decode GEMMs with the nibble shifts on the FMA pipe (cuda::gemm_set_decode_ims: lean variants
-  // 18 / 19 in place of 14 / 17). Process-wide like `deterministic`; for A/Bs end to end.
-  bool decode_ims = false;
-  // The decode LM head (m ≤ 16 BF16 GEMM, fp32 logits) by the register-direct kernel
-  // (cuda::gemm_set_bf16_decode_rd, gemv_bf16.cu) instead of the shared-memory tile kernel.
-  // Process-wide like `deterministic`; for A/Bs end to end (not yet run on a GPU, 2026-12-05).
-  bool lm_head_rd = false;
   // Activation values in one arena placed by lifetime: -1 when that is >= 4x smaller than one
   // buffer per value (compiled plans), 0 never, 1 always (tests compare the two bitwise).
   int share_values = -1;
@@ -85,6 +62,15 @@ struct CudaOptions {
 };
 
 std::unique_ptr<Backend> make_cuda_backend(const CudaOptions& options);
+
+// The kernel options a backend with `options` launches with: options.kernels, with programmatic
+// dependent launch off when weights stream (a kernel started early could read a streamed weight
+// before its copy lands).
+inline cuda::KernelOptions launch_options(const CudaOptions& options, bool weights_stream) {
+  cuda::KernelOptions k = options.kernels;
+  k.pdl = k.pdl && !weights_stream;
+  return k;
+}
 
 // True when a CUDA device can be used (false on machines without a GPU or driver).
 bool cuda_device_available();

@@ -1,4 +1,4 @@
-// GPTQ's Hessians and column solves on the GPU (issue 7: the 12B's GPTQ on the GPU inside the
+// GPTQ's Hessians and column solves on the GPU (the 12B's GPTQ on the GPU inside the
 // budget). Plain types only — tools/quant_gpu adapts this to passes/quant's HessianStore, so
 // runtime/ does not depend on passes/. The arithmetic is the host's (runtime/cuda/gptq.cuh):
 //   DeviceHessian h(dev, n);

@@ -1,7 +1,7 @@
 // Batch metadata of the CUDA backend: one buffer (pinned on the host, mirrored on the device)
 // with token ids, positions, logit rows, per-request query starts and cached lengths, ring
 // bases, block tables and the KV slot of every row per slot mapping (KERNELS.md "KV cache
-// addressing"). Plain C++ (no CUDA): tested on the CPU (tests/gpu_runtime/test_meta.cpp).
+// addressing"). Plain C++ (no CUDA): tested on the CPU (tests/cuda_backend/test_meta.cpp).
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// Backend selection from CLI flags (--device, --emulate, --budget, --trace), header-only so
+// Backend selection from CLI flags (--device, --emulate, --budget, --trace, --deterministic), header-only so
 // tools compile with or without CUDA: G4C_HAVE_CUDA_BACKEND is defined for whoever links
 // g4c_cuda_backend (runtime/cuda_backend/CMakeLists.txt).
 //
@@ -26,24 +26,18 @@ struct DeviceFlags {
   std::string emulate;            // "" | 1g.10gb (cuda only)
   std::string budget = "9984MiB"; // whole-process device bytes (cuda only); "0" = none
   std::string trace;              // Chrome-trace JSON path (cuda only)
-  bool pdl = true;                // --no-pdl clears CudaOptions::decode_pdl (cuda only)
-  bool fuse_siblings = true;      // --no-fuse-siblings clears CudaOptions::fuse_siblings (cuda only)
-  bool deterministic = false;     // --deterministic sets CudaOptions::deterministic (cuda only)
-  bool whole_tiles = true;        // --no-whole-tiles clears CudaOptions::decode_whole_tiles (cuda only)
-  bool device_argmax = true;      // --no-device-argmax clears CudaOptions::device_argmax (cuda only)
-  bool device_sample = true;      // --no-device-sample clears CudaOptions::device_sample (cuda only)
-  int prefill_attention = -1;     // --prefill-attention sets CudaOptions::prefill_attention (cuda only)
-  bool decode_ims = false;        // --decode-ims sets CudaOptions::decode_ims (cuda only)
-  bool lm_head_rd = false;        // --lm-head-rd sets CudaOptions::lm_head_rd (cuda only)
-  // Set by commands, not flags (cuda only): CudaOptions::stream_last_layers / share_values.
+  bool deterministic = false;     // --deterministic sets CudaOptions::kernels.deterministic (cuda only)
+  // Set by commands, not flags (cuda only): CudaOptions::fuse_siblings (g4c quantize turns it off:
+  // GPTQ replaces q/k/v one at a time), stream_last_layers, share_values.
+  bool fuse_siblings = true;
   int stream_last_layers = 0;
   int share_values = -1;
 };
 
 // Tokens per step: `asked` (--max-num-batched-tokens) when given, else 1024 on the GPU (measured
-// on the H200, 12B INT4, performance_public, 2026-12-02: prefill 1.04 s in 512-token steps,
-// 0.73 s in 1024-token steps — the INT4 GEMMs at M = 1024 run at a higher rate), else 0 (the
-// engine's max(512, batch)) on the CPU.
+// on the H200, 12B INT4, performance_public: prefill 1.04 s in 512-token steps, 0.73 s in
+// 1024-token steps — the INT4 GEMMs at M = 1024 run at a higher rate), else 0 (the engine's
+// max(512, batch)) on the CPU.
 inline int step_token_budget(const DeviceFlags& f, int asked) {
   return asked > 0 ? asked : f.device == "cuda" ? 1024 : 0;
 }
@@ -53,9 +47,6 @@ inline std::unique_ptr<Backend> backend_for_flags(const DeviceFlags& f, const st
   if (f.device == "cpu") {
     if (!f.emulate.empty()) throw Error("--emulate needs --device cuda");
     if (!f.trace.empty()) throw Error("--trace is implemented for --device cuda only");
-    if (f.prefill_attention != -1) throw Error("--prefill-attention needs --device cuda");
-    if (f.decode_ims) throw Error("--decode-ims needs --device cuda");
-    if (f.lm_head_rd) throw Error("--lm-head-rd needs --device cuda");
     return nullptr;
   }
   if (f.device != "cuda") throw Error("--device: expected cpu or cuda, got '" + f.device + "'");
@@ -67,15 +58,8 @@ inline std::unique_ptr<Backend> backend_for_flags(const DeviceFlags& f, const st
   co.trace_path = f.trace;
   co.stream_last_layers = f.stream_last_layers;
   co.share_values = f.share_values;
-  co.decode_pdl = f.pdl;
   co.fuse_siblings = f.fuse_siblings;
-  co.deterministic = f.deterministic;
-  co.decode_whole_tiles = f.whole_tiles;
-  co.device_argmax = f.device_argmax;
-  co.device_sample = f.device_sample;
-  co.prefill_attention = f.prefill_attention;
-  co.decode_ims = f.decode_ims;
-  co.lm_head_rd = f.lm_head_rd;
+  co.kernels.deterministic = f.deterministic;
   return make_cuda_backend(co);
 #else
   (void)model_dir;

@@ -69,7 +69,7 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
       need_bf16(x);
       need_bf16(y);
       const int n = rows_of(in_id(0), sh);
-      ok(cuda::rmsnorm(bf(x), x.cols, nullptr, n, x.cols, a->norm_dim(), wvec(0), a->eps(), bf(y), y.cols, s), st);
+      ok(cuda::rmsnorm(bf(x), x.cols, nullptr, n, x.cols, a->norm_dim(), wvec(0), a->eps(), bf(y), y.cols, s, kopts_), st);
       break;
     }
     case fb::KernelId::Linear: {
@@ -114,7 +114,7 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
         need_bf16(y);
       }
       if (w->kind == DevWeight::kInt4)
-        ok(cuda::w4a16_gemm(bf(x), m, x.cols, w->iw, ep, o, gemm_ws_, gemm_ws_bytes_, s), st);
+        ok(cuda::w4a16_gemm(bf(x), m, x.cols, w->iw, ep, o, gemm_ws_, gemm_ws_bytes_, s, kopts_), st);
       else if (w->kind == DevWeight::kBf16)
         ok(cuda::bf16_gemm(bf(x), m, x.cols, w->bw, ep, o, s), st);
       else
@@ -134,7 +134,7 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
           reinterpret_cast<const int64_t*>(static_cast<unsigned char*>(meta_dev_) + meta_.slots[kv.group]);
       ok(cuda::qk_norm_rope_kv_write(bf(q), bf(k), v_raw, wvec(0), wvec(1), meta_i32(meta_.positions), slots, T,
                                      a->num_q_heads(), a->num_kv_heads(), a->head_dim(), float(a->rope_theta()),
-                                     a->rotary_pairs(), a->eps(), bf(qo), kv.shared ? nullptr : kv.k, kv.v, s),
+                                     a->rotary_pairs(), a->eps(), bf(qo), kv.shared ? nullptr : kv.k, kv.v, s, kopts_),
          st);
       break;
     }
@@ -169,7 +169,7 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
       int splits = cuda::attention_num_splits(b, hq, hkv, d, a->window(), cuda::gemm_stream_sms(s), c.k_norm != nullptr);
       while (splits > 1 && cuda::attention_workspace_bytes(b, hq, d, splits) > attn_ws_bytes_) --splits;
       ok(cuda::attention(bf(in(0)), hq, hkv, d, c, b, a->window(), a->scale(), bf(out(0)), splits, attn_ws_,
-                         attn_ws_bytes_, s),
+                         attn_ws_bytes_, s, kopts_),
          st);
       break;
     }
@@ -182,7 +182,7 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
         ok(cudaMemcpyAsync(ho.ptr, h.ptr, size_t(T) * h.cols * 2, cudaMemcpyDeviceToDevice, s), st);
       const bool next = st.outputs()->size() > 1 && wid(2) >= 0;
       ok(cuda::add_rmsnorm(bf(x), wvec(0), bf(ho), wvec(1), next ? wvec(2) : nullptr, next ? bf(out(1)) : nullptr, T,
-                           h.cols, a->eps(), s),
+                           h.cols, a->eps(), s, kopts_),
          st);
       break;
     }
@@ -194,7 +194,7 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
       const DevWeight& E = weights_[e];
       if (E.kind != DevWeight::kBf16) throw Error("cuda backend: the LM head weight must be BF16");
       ok(cuda::rmsnorm(bf(h), h.cols, meta_i32(meta_.logit_rows), sh.R, h.cols, h.cols, wvec(0), a->eps(), lm_tmp_,
-                       h.cols, s),
+                       h.cols, s, kopts_),
          st);
       cuda::GemmOut o;
       o.y = lg.ptr;
@@ -301,7 +301,7 @@ void CudaBackend::run_siblings(int index, int gi) {
   o.ldy = g.total;
   if (g.w.kind == DevWeight::kInt4)
     ok(cuda::w4a16_gemm(static_cast<const bf16*>(x.ptr), m, x.cols, g.w.iw, cuda::Epilogue::Store, o, gemm_ws_,
-                        gemm_ws_bytes_, s),
+                        gemm_ws_bytes_, s, kopts_),
        st);
   else
     ok(cuda::bf16_gemm(static_cast<const bf16*>(x.ptr), m, x.cols, g.w.bw, cuda::Epilogue::Store, o, s), st);

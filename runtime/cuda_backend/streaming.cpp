@@ -1,4 +1,4 @@
-// Weight streaming of the CUDA backend (issue 7, plan-offload's Streamed layers).
+// Weight streaming of the CUDA backend (plan-offload's Streamed layers).
 //
 // At load a streamed layer's Linears are built on the device exactly as resident ones (upload,
 // INT4 repack, gate/up interleave, sibling concatenation), copied into pinned host memory and

@@ -25,8 +25,7 @@ int CudaBackend::tokens_on_device(int value, const char* what,
   return rows;
 }
 
-// Greedy rows (cuda::argmax_rows, lowest index on ties as runtime::argmax). Measured on the H200
-// (BENCHMARKS.md "CUDA runtime — 2026-12-04, sixth session").
+// Greedy rows (cuda::argmax_rows, lowest index on ties as runtime::argmax).
 int CudaBackend::argmax_rows(int value, std::vector<int32_t>* out) const {
   if (!opts_.device_argmax) return -1;
   return tokens_on_device(

@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
-"""Issue 7 acceptance on the GPU host: g4c's last-position logits on the synthetic Gemma-4-12B vs
+"""On the GPU host: g4c's last-position logits on the synthetic Gemma-4-12B vs
 Hugging Face transformers (bf16) on the same weights.
 
   check_12b_logits.py --bf16 DIR --int4 DIR --ids IDS.jsonl --g4c-bf16 PREFIX --g4c-int4 PREFIX --out OUT.json
 
-PREFIX.<i>.f32 are written by `g4c_cudart_bench logits` (262144 fp32 each, softcapped). HF runs
+PREFIX.<i>.f32 are written by `g4c_bench_cudart logits` (bench/cuda/bench_cudart.cpp) (262144 fp32 each, softcapped). HF runs
 Gemma4ForCausalLM in bfloat16 with logits_to_keep=1:
   * on the BF16 checkpoint (reference for the g4c BF16 run);
   * on a fake-quant BF16 model built from the INT4 checkpoint itself: every Linear dequantized as
     w = (code - z) * s (z = 8 when symmetric; DESIGN.md §3 layout), rounded once to bf16, every
     other tensor taken as stored (reference for the g4c INT4 run).
-Criterion (issue 7): cosine >= 0.999 per prompt. Also reported: top-1 agreement, max |dlogit|.
+Criterion: cosine >= 0.999 per prompt. Also reported: top-1 agreement, max |dlogit|.
 """
 import argparse, json, os
 import numpy as np
@@ -98,7 +98,7 @@ def main():
     p.add_argument("--max", type=int, default=3)
     a = p.parse_args()
     seqs = [json.loads(l)["input_ids"] for l in open(a.ids) if l.strip()][: a.max]
-    res = {"prompt_tokens": [len(s) for s in seqs], "criterion": "cosine >= 0.999 (issue 7)"}
+    res = {"prompt_tokens": [len(s) for s in seqs], "criterion": "cosine >= 0.999"}
     m = Gemma4ForCausalLM.from_pretrained(a.bf16, dtype=torch.bfloat16).cuda().eval()
     if a.g4c_bf16:
         res["bf16_vs_hf"] = compare("bf16 vs HF", last_logits(m, seqs), a.g4c_bf16)

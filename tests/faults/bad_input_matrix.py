@@ -59,8 +59,7 @@ def case(name, rc, out, want_rc, want_msgs):
 
 # A plan of the tiny model, saved once: the runs below load it (no compilation per case).
 PLAN = path("tiny.g4p")
-rc, out = g4c("run", "--model", TINY, "--reference-plan", "--save-plan", PLAN, "--input", "/dev/null",
-              "--output", path("empty_out.jsonl"))
+rc, out = g4c("compile", "--model", TINY, "-o", PLAN)
 if rc != 0 or not os.path.exists(PLAN):
     sys.exit("cannot save the tiny plan: " + out)
 
@@ -236,18 +235,18 @@ def replace_file(d, f, data):
 SHARD = "model-00002-of-00003.safetensors"
 shard = open(os.path.join(TINY, SHARD), "rb").read()
 d = model_copy("m_trunc", lambda d: replace_file(d, SHARD, shard[: len(shard) // 2]))
-rc, out = g4c("run", "--model", d, "--reference-plan", "--input", req, "--output", path("o.jsonl"))
+rc, out = g4c("run", "--model", d, "--input", req, "--output", path("o.jsonl"))
 case("run: truncated shard", rc, out, 1, [SHARD])
 d = model_copy("m_missing", lambda d: os.unlink(os.path.join(d, SHARD)))
-rc, out = g4c("run", "--model", d, "--reference-plan", "--input", req, "--output", path("o.jsonl"))
+rc, out = g4c("run", "--model", d, "--input", req, "--output", path("o.jsonl"))
 case("run: missing shard", rc, out, 1, ["shard '" + SHARD + "' named in the index is missing"])
 hdr = bytearray(shard)
 hdr[12] ^= 0x55  # inside the JSON header
 d = model_copy("m_flip", lambda d: replace_file(d, SHARD, bytes(hdr)))
-rc, out = g4c("run", "--model", d, "--reference-plan", "--input", req, "--output", path("o.jsonl"))
+rc, out = g4c("run", "--model", d, "--input", req, "--output", path("o.jsonl"))
 case("run: bit-flipped shard header", rc, out, 1, [SHARD])
 d = model_copy("m_badconfig", lambda d: replace_file(d, "config.json", b'{"model_type": "gemma4_text", '))
-rc, out = g4c("run", "--model", d, "--reference-plan", "--input", req, "--output", path("o.jsonl"))
+rc, out = g4c("run", "--model", d, "--input", req, "--output", path("o.jsonl"))
 case("run: config.json not JSON", rc, out, 1, ["config.json: not valid JSON"])
 
 
@@ -295,13 +294,11 @@ else:
 # ---- flags ----
 rc, out = g4c("run", *base(max_len="2000000000"), "--input", req, "--output", path("o.jsonl"))
 case("run --max-sequence-length 2000000000", rc, out, 1, ["exceeds the model's context of 8192 tokens"])
-rc, out = g4c("run", *BASE, "--input", req, "--output", path("o.jsonl"), "--kv-shared")
-case("run --kv-shared with --plan (conflict)", rc, out, 1, ["--kv-shared is a compile option"])
 rc, out = g4c("run", *base(batch="0"), "--input", req, "--output", path("o.jsonl"))
 case("run --batch-size 0", rc, out, 1, ["batch size"])
 rc, out = g4c("run", *BASE, "--input", req, "--output", path("o.jsonl"), "--no-such-flag")
 case("run --no-such-flag", rc, out, None, ["--no-such-flag"])
-rc, out = g4c("run", "--model", path("nowhere"), "--reference-plan", "--input", req, "--output", path("o.jsonl"))
+rc, out = g4c("run", "--model", path("nowhere"), "--input", req, "--output", path("o.jsonl"))
 case("run --model missing directory", rc, out, 1, [path("nowhere")])
 open(path("empty.jsonl"), "w").close()
 rc, out = g4c("bench", "--model", TINY, "--input", path("empty.jsonl"), "--repeat", "1", "--warmup", "0")

@@ -164,7 +164,7 @@ def test_bad_device_raises_clearly(g4c):
         g4c.Engine(MODEL, device="cpu", emulate="1g.10gb")
 
 
-# The CUDA backend computes in BF16: the thresholds of tests/gpu_runtime/test_cuda_backend.cpp.
+# The CUDA backend computes in BF16: the thresholds of tests/cuda_backend/test_cuda_backend.cpp.
 # HF's own bf16 run agrees with its fp32 run on 99.35% of golden positions with mean
 # |dlogit| 0.0195; two bf16 implementations differ by the same order, so: top-1 agreement
 # >= 99% and mean |dlogit| <= 3 x 0.0195 against HF's bf16 logits.

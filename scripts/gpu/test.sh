@@ -1,0 +1,104 @@
+#!/bin/bash
+# On the GPU host: runs every GPU test of a pack made by scripts/gpu/pack.sh, then
+# compute-sanitizer memcheck over the kernel tests and the CUDA backend tests, and prints a
+# pass/fail table (one row per test binary / sanitizer run / Python suite, with its failures).
+#   1. g4c_cuda_kernels_test   (tests/cuda_kernels: GEMM, decode GEMM, attention, fused ops)
+#   2. g4c_cuda_backend_test   (tests/cuda_backend: tiny model vs HF goldens, INT4 vs CPU, two
+#                               engines with different kernel options, device tokens, GPTQ)
+#   3. g4c_device_flags_test, g4c_cuda_meta_test (host-side, run here too)
+#   4. the Python module's device="cuda" tests (tests/python/test_engine.py -k cuda)
+#   5. compute-sanitizer --tool memcheck over 1 and 2 (G4C_SANITIZER_FILTER: a gtest filter for
+#      both, default all tests)
+#
+#   Usage: bash PACKDIR/scripts/test.sh PACKDIR      (or scripts/gpu/test.sh PACKDIR)
+#   Env: OUT (logs and tests.json written there when set), G4C_SKIP_SANITIZER=1,
+#        G4C_SANITIZER_FILTER, G4C_TEST_TIMEOUT (seconds per step, default 900)
+# Exit status: 0 when every row passed, 1 otherwise.
+set -uo pipefail
+[ $# -ge 1 ] || { echo "usage: $0 PACKDIR" >&2; exit 2; }
+P=$(cd "$1" && pwd)
+LOG=${OUT:-$(mktemp -d)}
+mkdir -p "$LOG"
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+TO=${G4C_TEST_TIMEOUT:-900}
+for f in "$P"/bin/*.xz; do xz -dc "$f" > "$W/$(basename "$f" .xz)" && chmod +x "$W/$(basename "$f" .xz)"; done
+# The tests find the tiny model under G4C_SOURCE_DIR (the tree the pack lies in) and the goldens
+# under G4C_SHARED_DIR (the pack).
+export G4C_SOURCE_DIR=$(dirname "$P") G4C_SHARED_DIR=$P G4C_NO_PROGRESS=1
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || echo "nvidia-smi failed"; } |
+  tee "$LOG/device.txt"
+head -1 "$P/MANIFEST" 2>/dev/null
+
+declare -a ROWS
+FAILED=0
+# row NAME RC LOGFILE: one table row; failures listed from gtest's output.
+row() {
+  local name=$1 rc=$2 log=$3 st=PASS detail
+  [ "$rc" = 0 ] || { st=FAIL; FAILED=1; }
+  [ "$rc" = 124 ] && detail="timed out after ${TO}s" || detail=$(grep -oE "^\[ +FAILED +\] [A-Za-z0-9_./]+" "$log" |
+    awk '{print $NF}' | sort -u | head -8 | paste -sd' ')
+  local counts
+  counts=$(grep -oE "^\[ +PASSED +\] [0-9]+ tests?" "$log" | tail -1 | grep -oE "[0-9]+")
+  local skipped
+  skipped=$(grep -oE "^\[ +SKIPPED +\] [0-9]+ tests?" "$log" | tail -1 | grep -oE "[0-9]+")
+  ROWS+=("$(printf '%-44s %-5s %6s %6s  %s' "$name" "$st" "${counts:--}" "${skipped:-0}" "$detail")")
+}
+gtest() {  # gtest NAME BINARY [args]
+  local name=$1 bin=$2; shift 2
+  echo "== $name"
+  timeout "$TO" "$W/$bin" "$@" > "$LOG/$name.log" 2>&1
+  local rc=$?
+  grep -E "^\[ +(FAILED|SKIPPED) +\] [A-Za-z]|^\[  PASSED|measured" "$LOG/$name.log" | head -40
+  row "$name" $rc "$LOG/$name.log"
+}
+
+gtest kernels g4c_cuda_kernels_test
+gtest backend g4c_cuda_backend_test
+gtest device_flags g4c_device_flags_test
+gtest cuda_meta g4c_cuda_meta_test
+
+echo "== python device=cuda"
+if [ ! -d "$P/python/g4c" ]; then
+  echo "no Python module in the pack" > "$LOG/python.log"; row python 1 "$LOG/python.log"
+else
+  want=$(cat "$P/python/VERSION" 2>/dev/null) have=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  if [ "$want" != "$have" ]; then
+    echo "module built for Python $want, this host runs $have (pack with G4C_PACK_PYTHON)" | tee "$LOG/python.log"
+    ROWS+=("$(printf '%-44s %-5s %6s %6s  %s' python FAIL - - "module for Python $want, host $have")"); FAILED=1
+  else
+    (cd "$W" && PYTHONPATH=$P/python timeout "$TO" \
+      python3 -m pytest -q -p no:cacheprovider -rs -k cuda "$P/tests/test_engine.py") > "$LOG/python.log" 2>&1
+    rc=$?
+    tail -5 "$LOG/python.log"
+    st=PASS; [ $rc = 0 ] || { st=FAIL; FAILED=1; }
+    # A skipped device test means the module saw no GPU: a failure on the GPU host.
+    if grep -qE "[0-9]+ skipped" "$LOG/python.log"; then st=FAIL; FAILED=1; fi
+    ROWS+=("$(printf '%-44s %-5s %6s %6s  %s' python "$st" "$(grep -oE '[0-9]+ passed' "$LOG/python.log" | grep -oE '[0-9]+')" \
+      "$(grep -oE '[0-9]+ skipped' "$LOG/python.log" | grep -oE '[0-9]+' || echo 0)" "")")
+  fi
+fi
+
+if [ "${G4C_SKIP_SANITIZER:-0}" != 1 ]; then
+  CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  for t in kernels:g4c_cuda_kernels_test backend:g4c_cuda_backend_test; do
+    name=memcheck_${t%%:*} bin=${t#*:}
+    echo "== $name"
+    if [ -z "$CS" ]; then
+      echo "compute-sanitizer not found on this host" > "$LOG/$name.log"
+      ROWS+=("$(printf '%-44s %-5s %6s %6s  %s' "$name" FAIL - - "compute-sanitizer not found")"); FAILED=1
+      continue
+    fi
+    timeout "$TO" "$CS" --tool memcheck --leak-check no --error-exitcode 3 \
+      "$W/$bin" --gtest_filter="${G4C_SANITIZER_FILTER:-*}" > "$LOG/$name.log" 2>&1
+    rc=$?
+    grep -E "ERROR SUMMARY|========= (Invalid|Program hit)" "$LOG/$name.log" | head -10
+    row "$name" $rc "$LOG/$name.log"
+  done
+fi
+
+echo
+printf '%-44s %-5s %6s %6s  %s\n' "suite" "state" "passed" "skip" "failures"
+for r in "${ROWS[@]}"; do echo "$r"; done
+[ -n "${OUT:-}" ] && printf '%s\n' "${ROWS[@]}" > "$OUT/tests_table.txt"
+exit $FAILED
