@@ -35,7 +35,7 @@ struct BenchArgs {
   std::vector<std::string> compare;
   bool plot_only = false;
   int repeat = 3, warmup = 1, warmup_requests = 0;
-  int batch_size = 8, max_seq_len = 0, max_new_tokens = 32, threads = 0, token_budget = 0, chunk = 0;
+  int batch_size = 0, max_seq_len = 0, max_new_tokens = 32, threads = 0, token_budget = 0, chunk = 0;
   bool ignore_eos = false;
   bool kv_shared = false;
   runtime::DeviceFlags dev;
@@ -148,6 +148,7 @@ json run_json(const RunRecord& r) {
           {"tpot_p99_s", r.summary["tpot_p99_s"]},
           {"steps", r.steps},
           {"preemptions", r.summary["preemptions"]},
+          {"max_running_sequences", r.summary["max_running_sequences"]},
           {"tokens_fnv1a", std::to_string(tokens_hash(r.results))}};
 }
 
@@ -205,6 +206,7 @@ json bench(const BenchArgs& a) {
   rep["date"] = utc_now();
   rep["label"] = a.label;
   rep["options"] = {{"repeat", a.repeat},         {"warmup", a.warmup}, {"warmup_requests", a.warmup_requests},         {"batch_size", engine->options().max_sequences}, {"batch_size_asked", a.batch_size},
+                    {"batch_size_reason", engine->batch_reason()},
                     {"max_new_tokens", a.max_new_tokens}, {"ignore_eos", a.ignore_eos},
                     {"device", a.dev.device},     {"emulate", a.dev.emulate},   {"budget", a.dev.budget},
                     {"token_budget", engine->options().token_budget},
@@ -262,7 +264,7 @@ json bench(const BenchArgs& a) {
   rep["peak_rss_bytes"] = int64_t(ru.ru_maxrss) * 1024;  // Linux: KiB
   if (rep["label"].get<std::string>().empty())
     rep["label"] = a.dev.device + (a.dev.emulate.empty() ? "" : " " + a.dev.emulate) + " b" +
-                   std::to_string(a.batch_size);
+                   std::to_string(engine->options().max_sequences);
 
   rep["ceilings"] = {{"flops_per_s", ceil.flops_per_s},
                      {"bytes_per_s", ceil.bytes_per_s},
@@ -285,6 +287,29 @@ json bench(const BenchArgs& a) {
       "elapsed - prefill elapsed; FLOPs/bytes counted from the config (tools/bench_roofline.h); roofline fraction = "
       "max(FLOPs/peak FLOP/s, bytes/peak B/s) / elapsed";
   rep["checkpoint_bytes"] = bench::checkpoint_bytes(dir);
+  if (a.dev.emulate == "1g.10gb") {
+    // The emulation has the whole GPU's HBM bandwidth; a real slice has 1/8 of it: project.
+    const auto slice = bench::real_slice_1g10gb();
+    const double dmed = std::max(0.0, med - pmed);
+    json pj = {{"prefill", bench::project_phase(work.prefill, pmed, slice)},
+               {"decode", bench::project_phase(work.decode, dmed, slice)}};
+    const double lo = pj["prefill"]["projected_s"].get<double>() + pj["decode"]["projected_s"].get<double>();
+    const double hi = pj["prefill"]["projected_upper_s"].get<double>() + pj["decode"]["projected_upper_s"].get<double>();
+    rep["real_slice_projection"] = {{"slice", slice.name},
+                                    {"sms", slice.sms},
+                                    {"flops_per_s", slice.flops_per_s},
+                                    {"bytes_per_s", slice.bytes_per_s},
+                                    {"source", slice.source},
+                                    {"phases", pj},
+                                    {"measured_elapsed_s", med},
+                                    {"projected_elapsed_s", lo},
+                                    {"projected_elapsed_upper_s", hi},
+                                    {"projected_generated_tokens_per_s",
+                                     lo > 0 ? full[0].summary["generated_tokens"].get<double>() / lo : 0.0}};
+    std::fprintf(stderr,
+                 "emulated 1g.10gb: %.2f s measured; a real 1g.10gb slice (14 SMs, %.2f TB/s): %.2f-%.2f s projected\n",
+                 med, slice.bytes_per_s / 1e12, lo, hi);
+  }
   return rep;
 }
 
@@ -335,7 +360,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--warmup", a->warmup, "untimed runs first")->capture_default_str();
   cmd->add_option("--warmup-requests", a->warmup_requests, "warm up on the first N requests only (0: all)")
       ->capture_default_str();
-  cmd->add_option("--batch-size", a->batch_size, "running sequences at once")->capture_default_str();
+  cmd->add_option("--batch-size", a->batch_size, "running sequences at once (0: as many as the KV pools hold, reported in the summary)")
+      ->capture_default_str();
   cmd->add_option("--max-sequence-length", a->max_seq_len,
                   "longest prompt + generation (0: the longest request of the input)")->capture_default_str();
   cmd->add_option("--max-new-tokens", a->max_new_tokens, "default when a request has none")->capture_default_str();

@@ -21,7 +21,7 @@ namespace {
 
 struct RunArgs {
   std::string model, plan, input, output, summary, save_plan;
-  int batch_size = 8;
+  int batch_size = 0;  // 0: auto (EngineOptions::max_sequences)
   int max_seq_len = 2048;
   int max_new_tokens = 32;
   bool ignore_eos = false;
@@ -45,7 +45,7 @@ std::optional<plan::Plan> plan_for(const RunArgs& a) {
   passes::PipelineOptions po;
   const int tokens = runtime::step_token_budget(a.dev, a.token_budget);
   const int budget = tokens > 0 ? tokens : std::max(512, a.batch_size);
-  po.max_seqs = a.batch_size;
+  po.max_seqs = a.batch_size > 0 ? a.batch_size : runtime::kMaxAutoBatch;
   po.max_chunk = std::max(256, std::min(a.max_seq_len, budget));  // as Engine::open's default
   po.max_seq_len = a.max_seq_len;
   po.kv_shared = a.kv_shared;
@@ -116,7 +116,8 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--input", args->input, "requests jsonl")->required();
   cmd->add_option("--output", args->output, "outputs jsonl")->required();
   cmd->add_option("--summary", args->summary, "summary JSON");
-  cmd->add_option("--batch-size", args->batch_size, "running sequences at once")->capture_default_str();
+  cmd->add_option("--batch-size", args->batch_size, "running sequences at once (0: as many as the KV pools hold, reported in the summary)")
+      ->capture_default_str();
   cmd->add_option("--max-sequence-length", args->max_seq_len, "longest prompt + generation")->capture_default_str();
   cmd->add_option("--max-new-tokens", args->max_new_tokens, "default when a request has none")->capture_default_str();
   cmd->add_flag("--ignore-eos", args->ignore_eos, "do not stop on the model's EOS ids");
