@@ -199,7 +199,10 @@ std::vector<uint8_t> Lowering::run() {
     const int capacity = ring ? int(b.getCapacityAttr().getInt()) : 0;
     kv.push_back(fb::CreateKvLayer(fbb_, int(b.getLayerAttr().getInt()), ring ? fb::KvKind::Ring : fb::KvKind::Paged,
                                    int(b.getNumKvHeadsAttr().getInt()), int(b.getHeadDimAttr().getInt()),
-                                   ring ? int(capacity + 1 - maxChunk) : 0, capacity, ring ? 0 : int(blockSize),
+                                   ring               ? int(capacity + 1 - maxChunk)
+                                   : b.getWindowAttr() ? int(b.getWindowAttr().getInt())  // window pool
+                                                       : 0,
+                                   capacity, ring ? 0 : int(blockSize),
                                    /*kv_shared=*/!b.getStoresKey(), opts_.kv_bf16 ? fb::DType::BF16 : fb::DType::F32));
   }
 

@@ -135,6 +135,7 @@ LogicalResult KVBufferOp::verify() {
   } else if (getKind() == "paged") {
     if (!getBlockSizeAttr() || !getNumBlocksAttr() || getBlockSizeAttr().getInt() <= 0 || getNumBlocksAttr().getInt() <= 0)
       return emitOpError("a paged buffer needs positive block_size and num_blocks");
+    if (getWindowAttr() && getWindowAttr().getInt() <= 0) return emitOpError("a window must be positive");
   } else {
     return emitOpError() << "kind must be \"ring\" or \"paged\", got \"" << getKind() << "\"";
   }

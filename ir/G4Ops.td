@@ -63,7 +63,10 @@ def G4_KVBufferOp : G4_Op<"kv_buffer", [Symbol, HasParent<"::mlir::ModuleOp">]> 
     Sliding layers get a per-sequence ring of `capacity` tokens (window - 1 +
     max chunk: a chunk's first query still sees window - 1 older keys);
     full layers get a pool of `num_blocks` paged blocks of `block_size`
-    tokens shared by all sequences. `stores_key = false` means only V is
+    tokens shared by all sequences. A paged sliding layer carries its `window`:
+    its blocks come from the window pool, which takes a sequence's blocks back as
+    they leave the window (a sequence holds at most
+    ceil((window - 1 + max chunk) / block_size) + 1 of them). `stores_key = false` means only V is
     stored and the attention kernel recomputes K = rope(V * k_norm).
     `bytes_per_token` is the BF16 size of one token's entries; `pool_bytes`
     the device bytes of the whole buffer.
@@ -79,7 +82,8 @@ def G4_KVBufferOp : G4_Op<"kv_buffer", [Symbol, HasParent<"::mlir::ModuleOp">]> 
                        I64Attr:$num_kv_heads, I64Attr:$head_dim, BoolAttr:$stores_key,
                        I64Attr:$bytes_per_token, I64Attr:$pool_bytes,
                        OptionalAttr<I64Attr>:$capacity, OptionalAttr<I64Attr>:$max_seqs,
-                       OptionalAttr<I64Attr>:$block_size, OptionalAttr<I64Attr>:$num_blocks);
+                       OptionalAttr<I64Attr>:$block_size, OptionalAttr<I64Attr>:$num_blocks,
+                       OptionalAttr<I64Attr>:$window);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
 }

@@ -81,11 +81,14 @@ def PlanKV : Pass<"g4-plan-kv", "::mlir::ModuleOp"> {
     rope(rms(k_raw, k_norm)) store V only: the kv_write loses its key and the
     attention op gets `k_from_v` (K recomputed by the kernel). Sets the module
     attribute `g4.kv` with bytes/token per layer kind and the total pool bytes.
-    `sliding-kv=paged` (or `auto` with max-seq-len <= 2 x ring capacity) gives
-    sliding layers paged blocks too: a ring reserves window - 1 + max-chunk
-    slots for every sequence, a short sequence in paged blocks holds only its
-    own length, so more sequences fit in the same memory when requests are
-    short (the attention op still masks by its window).
+    `sliding-kv=paged` (and `auto`) gives sliding layers paged blocks too, from
+    a window pool of their own (the buffer carries its `window`): a sequence
+    holds only its own length there, and its blocks go back to the pool as they
+    leave the window, so it never holds more than
+    ceil((window - 1 + max-chunk) / block-size) + 1 blocks; a ring reserves
+    window - 1 + max-chunk slots for every sequence however short. The attention
+    op still masks by its window. Sets `window_pool_bytes` and `full_pool_bytes`
+    beside `pool_bytes`.
   }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", "16", "tokens per paged block (full layers)">,
@@ -94,7 +97,7 @@ def PlanKV : Pass<"g4-plan-kv", "::mlir::ModuleOp"> {
     Option<"maxSeqLen", "max-seq-len", "int64_t", "2048", "longest sequence (prompt + generated)">,
     Option<"kvShared", "kv-shared", "bool", "false", "store K=V once on k_eq_v layers (K recomputed from V)">,
     Option<"slidingKv", "sliding-kv", "std::string", "\"auto\"",
-           "sliding layers' KV: ring (window - 1 + max-chunk slots per sequence), paged (blocks like full layers: a sequence holds only its length), or auto (paged when max-seq-len <= 2 x the ring capacity)">
+           "sliding layers' KV: ring (window - 1 + max-chunk slots per sequence), or paged / auto (blocks of a window pool, taken as a sequence grows and returned as they leave the window)">
   ];
 }
 

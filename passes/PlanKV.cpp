@@ -1,5 +1,5 @@
-// g4-plan-kv: one g4.kv_buffer per layer (rings for sliding layers, paged
-// blocks for full layers), optionally storing K=V once on k_eq_v layers.
+// g4-plan-kv: one g4.kv_buffer per layer (paged blocks, or rings for sliding
+// layers), optionally storing K=V once on k_eq_v layers.
 #include <algorithm>
 #include "passes/PassUtils.h"
 #include "passes/Passes.h"
@@ -59,7 +59,7 @@ struct PlanKVPass : impl::PlanKVBase<PlanKVPass> {
 
     OpBuilder b(module.getBodyRegion());
     b.setInsertionPointToStart(module.getBody());
-    int64_t slidingBytes = 0, fullBytes = 0, totalPool = 0, sharedLayers = 0;
+    int64_t slidingBytes = 0, fullBytes = 0, totalPool = 0, sharedLayers = 0, windowPool = 0, fullPool = 0;
     llvm::DenseSet<int64_t> seen;
     for (KVWriteOp write : writes) {
       const int64_t layer = write.getLayer();
@@ -110,8 +110,7 @@ struct PlanKVPass : impl::PlanKVBase<PlanKVPass> {
       const int64_t perToken = (storesKey ? 2 : 1) * kvFeatures * kBf16Bytes;
       // A chunk of C new tokens still needs the W-1 keys before its first token.
       const int64_t ringCapacity = write.getWindow() - 1 + maxChunk;
-      const bool sliding = write.getWindow() > 0 &&
-                           (slidingKv == "ring" || (slidingKv == "auto" && maxSeqLen > 2 * ringCapacity));
+      const bool sliding = write.getWindow() > 0 && slidingKv == "ring";
       auto name = b.getStringAttr("kv.layer" + std::to_string(layer));
       KVBufferOp buffer;
       if (sliding) {
@@ -121,21 +120,27 @@ struct PlanKVPass : impl::PlanKVBase<PlanKVPass> {
                                     b.getI64IntegerAttr(kvHeads), b.getI64IntegerAttr(headDim),
                                     b.getBoolAttr(storesKey), b.getI64IntegerAttr(perToken),
                                     b.getI64IntegerAttr(pool), b.getI64IntegerAttr(capacity),
-                                    b.getI64IntegerAttr(maxSeqs), IntegerAttr(), IntegerAttr());
+                                    b.getI64IntegerAttr(maxSeqs), IntegerAttr(), IntegerAttr(), IntegerAttr());
         slidingBytes += perToken;
         totalPool += pool;
       } else {
-        // Paged sliding layers reserve what their rings would have held: the block pool is shared,
-        // the runtime sizes it from what the budget leaves and admits requests by their length.
-        const int64_t tokens = write.getWindow() > 0 ? std::min<int64_t>(maxSeqLen, ringCapacity) : maxSeqLen;
-        const int64_t blocks = maxSeqs * ((tokens + blockSize - 1) / blockSize);
+        // A full layer holds every block of a sequence. A paged sliding layer's blocks come from
+        // the window pool, which takes them back as they leave the window: a sequence holds at
+        // most the blocks spanning one chunk and the W - 1 keys before it, one more than they
+        // fill. The runtime sizes both pools from what the budget leaves and admits requests by
+        // their length; this is the plan's reservation for max-seqs sequences.
+        const int64_t seqBlocks = (maxSeqLen + blockSize - 1) / blockSize;
+        const int64_t windowBlocks = (write.getWindow() - 1 + maxChunk + blockSize - 1) / blockSize + 1;
+        const int64_t blocks = maxSeqs * (write.getWindow() > 0 ? std::min(seqBlocks, windowBlocks) : seqBlocks);
         const int64_t pool = blocks * blockSize * perToken;
         buffer = KVBufferOp::create(b, write.getLoc(), name, b.getI64IntegerAttr(layer), b.getStringAttr("paged"),
                                     b.getI64IntegerAttr(kvHeads), b.getI64IntegerAttr(headDim),
                                     b.getBoolAttr(storesKey), b.getI64IntegerAttr(perToken),
                                     b.getI64IntegerAttr(pool), IntegerAttr(), IntegerAttr(),
-                                    b.getI64IntegerAttr(blockSize), b.getI64IntegerAttr(blocks));
+                                    b.getI64IntegerAttr(blockSize), b.getI64IntegerAttr(blocks),
+                                    write.getWindow() > 0 ? b.getI64IntegerAttr(write.getWindow()) : IntegerAttr());
         (write.getWindow() > 0 ? slidingBytes : fullBytes) += perToken;
+        (write.getWindow() > 0 ? windowPool : fullPool) += pool;
         totalPool += pool;
       }
       (void)buffer;
@@ -144,6 +149,8 @@ struct PlanKVPass : impl::PlanKVBase<PlanKVPass> {
         b.getNamedAttr("sliding_bytes_per_token", b.getI64IntegerAttr(slidingBytes)),
         b.getNamedAttr("full_bytes_per_token", b.getI64IntegerAttr(fullBytes)),
         b.getNamedAttr("pool_bytes", b.getI64IntegerAttr(totalPool)),
+        b.getNamedAttr("window_pool_bytes", b.getI64IntegerAttr(windowPool)),
+        b.getNamedAttr("full_pool_bytes", b.getI64IntegerAttr(fullPool)),
         b.getNamedAttr("k_from_v_layers", b.getI64IntegerAttr(sharedLayers)),
         b.getNamedAttr("block_size", b.getI64IntegerAttr(blockSize)),
         b.getNamedAttr("max_chunk", b.getI64IntegerAttr(maxChunk)),

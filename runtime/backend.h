@@ -24,7 +24,9 @@ namespace g4c::runtime {
 
 struct KvSizes {
   int ring_slots = 1;  // sequences that can hold ring KV at once (every Ring layer)
-  int num_blocks = 1;  // blocks of the paged pool (every Paged layer has this many)
+  int num_blocks = 1;  // blocks of the paged pool (every Paged full layer has this many)
+  int window_blocks = 0;  // blocks of the window pool (every Paged layer with a window)
+  int table_blocks = 0;   // entries of one sequence's block table at most (0: num_blocks)
   // Not KV, but sized with it: the most token rows one step feeds (the engine's token budget),
   // so a budgeted backend holds its activation buffers before the KV pools take what is left.
   int step_tokens = 0;

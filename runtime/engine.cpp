@@ -1,7 +1,10 @@
 // Engine: loading, the serving loop, scoring and low-level execution (see engine.h).
 #include "runtime/engine.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <string>
 
 #include "models/error.h"
 #include "models/safetensors.h"
@@ -31,18 +34,53 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, std
 
   EngineOptions o = options;
   const int max_chunk = (*plan)->max_chunk_tokens();
-  if (o.max_sequences <= 0) throw Error("engine: max_sequences (batch size) must be positive");
+  if (o.max_sequences < 0) throw Error("engine: max_sequences (batch size) must be positive, or 0 for auto");
   if (o.max_seq_len <= 1) throw Error("engine: max_seq_len must be at least 2");
   if (o.chunk_tokens <= 0 || o.chunk_tokens > max_chunk) o.chunk_tokens = max_chunk;
+  const bool cpu = !backend || std::string(backend->name()) == "cpu";
+  const bool auto_batch = o.max_sequences == 0;
+
+  // Pools: paged full layers (every block of a sequence), paged sliding layers (the window pool).
+  bool paged = false;
+  int window = 0;
+  const int block = std::max(1, (*plan)->kv_block_size());
+  double seq_bytes = 0;  // host KV of one max_seq_len sequence (CPU backend: fp32)
+  for (const auto* l : *(*plan)->kv()) {
+    const double row = double(l->num_kv_heads()) * l->head_dim() * 4 * (l->kv_shared() ? 1 : 2);
+    if (l->kind() == plan::fb::KvKind::Ring) {
+      seq_bytes += row * l->capacity();
+    } else if (l->window() > 0) {
+      window = std::max(window, l->window());
+      seq_bytes += row * block * std::min((o.max_seq_len + block - 1) / block,
+                                          BlockPool::window_blocks_for(l->window(), o.chunk_tokens, block));
+    } else {
+      paged = true;
+      seq_bytes += row * o.max_seq_len;
+    }
+  }
+  if (auto_batch) {
+    if (cpu) {
+      // The host holds the KV of max_sequences full-length sequences: a quarter of its memory.
+      const double host = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
+      const int fit = seq_bytes > 0 ? int(std::min<double>(kMaxAutoBatch, host / 4 / seq_bytes)) : kMaxAutoBatch;
+      o.max_sequences = std::max(1, fit);
+    } else {
+      o.max_sequences = kMaxAutoBatch;  // the device backend fits its pools to the budget
+    }
+  }
   if (o.token_budget <= 0) o.token_budget = std::max(512, o.max_sequences);
   o.token_budget = std::max(o.token_budget, o.max_sequences);
 
   std::unique_ptr<Engine> e(new Engine(std::move(*plan), std::move(cfg), o));
-  bool paged = false;
-  for (const auto* l : *e->plan_->kv()) paged |= l->kind() == plan::fb::KvKind::Paged;
-  const int block = std::max(1, e->plan_->kv_block_size());
+  e->window_ = window;
+  const int window_cap = window > 0 ? BlockPool::window_blocks_for(window, o.chunk_tokens, block) : 0;
   int blocks = o.kv_blocks > 0 ? o.kv_blocks : o.max_sequences * ((o.max_seq_len + block - 1) / block);
+  const int window_blocks =
+      window == 0 ? 0
+      : o.window_blocks > 0 ? o.window_blocks
+                            : o.max_sequences * std::min((o.max_seq_len + block - 1) / block, window_cap);
   e->opts_.kv_blocks = blocks;
+  e->opts_.window_blocks = window_blocks;
   // Device backends keep their own copy of the weights (INT4 read raw from the checkpoint): their
   // host store converts a weight only when asked. The CPU backend computes from the store.
   if (backend && std::string(backend->name()) != "cpu")
@@ -50,14 +88,37 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, std
   else
     e->weights_ = WeightStore::load(e->plan_, *ckpt, o.threads > 0 ? o.threads : 4);
   e->backend_ = backend ? std::move(backend) : make_cpu_backend(o.threads);
-  const KvSizes want{o.max_sequences, paged ? blocks : 1, o.token_budget};
+  KvSizes want{o.max_sequences, paged || window ? blocks : 1, window_blocks, (o.max_seq_len + block - 1) / block,
+               o.token_budget};
   e->backend_->prepare(e->plan_, *e->weights_, want);
   // A budgeted backend may hold fewer sequences / blocks than asked: schedule within what it has.
   const KvSizes got = e->backend_->allocated_kv(want);
   e->opts_.max_sequences = std::min(o.max_sequences, got.ring_slots);
   if (paged) e->opts_.kv_blocks = got.num_blocks;
+  if (window) e->opts_.window_blocks = got.window_blocks;
   e->rings_ = std::make_unique<RingSlots>(got.ring_slots);
   if (paged) e->blocks_ = std::make_unique<BlockPool>(got.num_blocks, block);
+  if (window) e->window_blocks_ = std::make_unique<BlockPool>(got.window_blocks, block);
+
+  // Why the batch is what it is.
+  const int S = e->opts_.max_sequences;
+  std::string pools;
+  if (paged) pools += ", full-layer pool " + std::to_string(got.num_blocks) + " blocks of " + std::to_string(block) + " tokens";
+  if (window)
+    pools += ", window pool " + std::to_string(got.window_blocks) + " blocks of " + std::to_string(block) +
+             " tokens (a sequence holds at most " + std::to_string(window_cap) + ")";
+  std::string admission = o.reserve_generation ? "prompt + max_new_tokens" : "known tokens";
+  if (!auto_batch)
+    e->batch_reason_ = "--batch-size " + std::to_string(options.max_sequences) +
+                       (S < options.max_sequences ? ", of which the budget holds " + std::to_string(S) + " ring slots" : "");
+  else if (cpu)
+    e->batch_reason_ = "auto: " + std::to_string(S) + " = min(" + std::to_string(kMaxAutoBatch) +
+                       ", the full-length sequences a quarter of the host memory holds)";
+  else
+    e->batch_reason_ = "auto: up to " + std::to_string(S) + " sequences" +
+                       (S < kMaxAutoBatch ? " (the ring slots the budget holds)" : " (the most decode rows a step takes)") +
+                       ", admitted while the KV pools hold their " + admission;
+  e->batch_reason_ += pools;
   return e;
 }
 
@@ -78,7 +139,11 @@ Engine::SequenceKv Engine::open_sequence() {
   return kv;
 }
 
-void Engine::grow_sequence(SequenceKv& kv, int total_tokens) {
+void Engine::grow_sequence(SequenceKv& kv, int total_tokens, int first_query) {
+  if (window_blocks_) {
+    window_blocks_->release_before(kv.window_blocks, first_query - window_ + 1);
+    window_blocks_->append(kv.window_blocks, total_tokens);
+  }
   if (blocks_) blocks_->append(kv.blocks, total_tokens);
 }
 
@@ -86,6 +151,7 @@ void Engine::close_sequence(SequenceKv& kv) {
   if (kv.ring_slot >= 0) rings_->free(kv.ring_slot);
   kv.ring_slot = -1;
   if (blocks_) blocks_->free(kv.blocks);
+  if (window_blocks_) window_blocks_->free(kv.window_blocks);
 }
 
 std::vector<float> Engine::logits(std::span<const int32_t> tokens, int chunk, const LogitSink& sink) {
@@ -102,9 +168,10 @@ std::vector<float> Engine::logits(std::span<const int32_t> tokens, int chunk, co
   try {
     for (int start = 0; start < T; start += chunk) {
       const int n = std::min(chunk, T - start);
-      grow_sequence(kv, start + n);
+      grow_sequence(kv, start + n, start);
       BatchDesc batch;
-      batch.add_sequence(tokens.data() + start, n, start, kv.ring_slot, &kv.blocks, /*all_logits=*/true, false);
+      batch.add_sequence(tokens.data() + start, n, start, kv.ring_slot, &kv.blocks, /*all_logits=*/true, false,
+                         &kv.window_blocks);
       forward(batch);
       ++stats_.steps;
       stats_.tokens_computed += n;
@@ -131,7 +198,9 @@ std::vector<GenerationResult> Engine::generate(std::vector<GenerationRequest> re
   so.max_seq_len = opts_.max_seq_len;
   so.eos_token_ids = cfg_.eos_token_ids;
   if (so.eos_token_ids.empty()) so.eos_token_ids = {cfg_.eos_token_id};
-  Scheduler sched(so, rings_.get(), blocks_.get());
+  so.window = window_;
+  so.reserve_generation = opts_.reserve_generation;
+  Scheduler sched(so, rings_.get(), blocks_.get(), window_blocks_.get());
   const int n = int(requests.size());
   std::vector<GenerationResult> results(n);
   auto start = Scheduler::Clock::now();
@@ -174,7 +243,8 @@ std::vector<GenerationResult> Engine::generate(std::vector<GenerationRequest> re
     if (chunks.empty()) continue;
     BatchDesc batch;
     for (const auto& c : chunks) {
-      batch.add_sequence(c.tokens, c.num_tokens, c.position, c.ring_slot, c.blocks, false, c.needs_logits);
+      batch.add_sequence(c.tokens, c.num_tokens, c.position, c.ring_slot, c.blocks, false, c.needs_logits,
+                         c.window_blocks);
       stats_.tokens_computed += c.num_tokens;
     }
     forward(batch);
@@ -195,6 +265,7 @@ std::vector<GenerationResult> Engine::generate(std::vector<GenerationRequest> re
     collect();
   }
   stats_.preemptions += sched.total_preemptions();
+  stats_.max_running = std::max(stats_.max_running, sched.max_running());
   return results;
 }
 

@@ -42,12 +42,22 @@ class Checkpoint;
 
 namespace g4c::runtime {
 
+// --batch-size 0: as many sequences as the KV holds, up to this many decode rows a step.
+inline constexpr int kMaxAutoBatch = 64;
+
 struct EngineOptions {
-  int max_sequences = 8;   // running sequences at once (= --batch-size); ring slots
+  // Running sequences at once (= --batch-size); ring slots. 0: chosen by open() (auto_batch):
+  // on a device with a memory budget, kMaxAutoBatch ring slots as far as the pools the budget
+  // leaves hold them, and admission by KV capacity decides how many of them run; on the CPU,
+  // as many full-length sequences as a quarter of the host memory holds, up to kMaxAutoBatch.
+  int max_sequences = 0;
   int max_seq_len = 2048;  // longest prompt + generation
   int token_budget = 0;    // tokens per step; 0: max(512, max_sequences)
   int chunk_tokens = 0;    // prefill tokens per sequence per step; 0: plan max_chunk_tokens
   int kv_blocks = 0;       // paged pool blocks; 0: enough for max_sequences full-length sequences
+  // Window pool blocks (paged sliding layers); 0: max_sequences x the blocks one sequence holds.
+  int window_blocks = 0;
+  bool reserve_generation = true;  // SchedulerOptions::reserve_generation
   int threads = 0;         // CPU threads; 0: hardware concurrency
   // Only when open() builds the reference plan: its max_chunk_tokens (ring capacity W-1+this).
   // 0: max(256, min(max_seq_len, token budget)), so one step can prefill a whole calibration
@@ -61,6 +71,7 @@ struct EngineOptions {
 struct RunStats {
   int steps = 0;
   int preemptions = 0;
+  int max_running = 0;          // most sequences running in one step
   int64_t tokens_computed = 0;  // tokens fed through the model (prefill + decode + recompute)
 };
 
@@ -78,7 +89,10 @@ class Engine {
   const EngineOptions& options() const { return opts_; }
   WeightStore& weights() { return *weights_; }
   Backend& backend() { return *backend_; }
-  BlockPool* block_pool() { return blocks_.get(); }  // null without paged layers
+  BlockPool* block_pool() { return blocks_.get(); }  // null without paged full layers
+  BlockPool* window_pool() { return window_blocks_.get(); }  // null without paged sliding layers
+  // Why max_sequences is what it is (auto or asked, and what the KV pools hold), for summaries.
+  const std::string& batch_reason() const { return batch_reason_; }
   RingSlots& ring_slots() { return *rings_; }
   int vocab_size() const { return cfg_.vocab_size; }
   const RunStats& stats() const { return stats_; }
@@ -96,9 +110,13 @@ class Engine {
   struct SequenceKv {
     int ring_slot = -1;
     BlockTable blocks;
+    BlockTable window_blocks;  // paged sliding layers (window pool)
   };
   SequenceKv open_sequence();
-  void grow_sequence(SequenceKv& kv, int total_tokens);  // throws when the pool is exhausted
+  // Grows kv to hold `total_tokens` (throws when a pool is exhausted). With first_query, the
+  // position of the first token the next step feeds, window blocks no query from there on sees
+  // go back to the window pool first.
+  void grow_sequence(SequenceKv& kv, int total_tokens, int first_query = 0);
   void close_sequence(SequenceKv& kv);
   void forward(const BatchDesc& batch, int first_step = 0, int last_step = -1);
   // Logits rows of the last forward() (R × vocab).
@@ -116,6 +134,9 @@ class Engine {
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<RingSlots> rings_;
   std::unique_ptr<BlockPool> blocks_;
+  std::unique_ptr<BlockPool> window_blocks_;
+  int window_ = 0;  // W of the paged sliding layers
+  std::string batch_reason_;
   RunStats stats_;
 };
 

@@ -1,5 +1,6 @@
 #include "runtime/kv.h"
 
+#include <algorithm>
 #include <string>
 
 #include "models/error.h"
@@ -42,11 +43,33 @@ void BlockPool::append(BlockTable& table, int total_tokens) {
 
 void BlockPool::free(BlockTable& table) {
   for (int b : table) {
+    if (b == kReleasedBlock) continue;
     if (b < 0 || b >= num_blocks() || !used_[b]) throw Error("KV: freeing block " + std::to_string(b) + " twice");
     used_[b] = false;
     free_.push_back(b);
   }
   table.clear();
+}
+
+int BlockPool::release_before(BlockTable& table, int first_needed) {
+  int released = 0;
+  const int whole = std::min<int>(int(table.size()), std::max(0, first_needed) / block_size_);
+  for (int i = 0; i < whole; ++i) {
+    const int b = table[i];
+    if (b == kReleasedBlock) continue;
+    if (b < 0 || b >= num_blocks() || !used_[b]) throw Error("KV: releasing block " + std::to_string(b) + " twice");
+    used_[b] = false;
+    free_.push_back(b);
+    table[i] = kReleasedBlock;
+    ++released;
+  }
+  return released;
+}
+
+int BlockPool::held(const BlockTable& table) {
+  int n = 0;
+  for (int b : table) n += b != kReleasedBlock;
+  return n;
 }
 
 }  // namespace g4c::runtime

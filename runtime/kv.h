@@ -5,9 +5,13 @@
 //  - RingSlots: sliding layers. Every running sequence owns one ring (of plan capacity
 //    W−1+max_chunk tokens) in every Ring layer; position p lives at p mod capacity, so a
 //    ring never grows and positions beyond the window are overwritten in place.
-//  - BlockPool: full layers. Fixed-size blocks from one pool shared by all Paged layers;
-//    a sequence's BlockTable grows one block per block_size tokens; freed blocks go back
-//    to the free list at once (LIFO, so they are reused first).
+//  - BlockPool: paged layers. Fixed-size blocks from one pool shared by all Paged layers of
+//    one kind; a sequence's BlockTable grows one block per block_size tokens; freed blocks go
+//    back to the free list at once (LIFO, so they are reused first). Full layers hold every
+//    block of a sequence. Sliding layers in paged blocks (a KvLayer with a window) draw from a
+//    second pool of their own: a block goes back as soon as every position in it has left the
+//    window of the next query (release_before), its table entry then reads kReleasedBlock, so
+//    a sequence holds about window - 1 + chunk tokens there however long it grows.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +34,8 @@ class RingSlots {
 };
 
 using BlockTable = std::vector<int32_t>;
+// A table entry whose block left the window and went back to the pool.
+inline constexpr int32_t kReleasedBlock = -1;
 
 class BlockPool {
  public:
@@ -48,6 +54,18 @@ class BlockPool {
   void append(BlockTable& table, int total_tokens);
   // Returns every block of `table` to the pool and clears it.
   void free(BlockTable& table);
+  // Returns the blocks of `table` that hold only positions < first_needed (keys no later query
+  // sees); their entries become kReleasedBlock. Returns how many went back.
+  int release_before(BlockTable& table, int first_needed);
+  // Blocks `table` holds (entries not released).
+  static int held(const BlockTable& table);
+  // Most blocks a sequence holds in a sliding layer of window W fed chunks of at most `chunk`
+  // tokens: the keys of one chunk span W - 1 + chunk positions, over at most one block more
+  // than they fill.
+  int window_blocks(int window, int chunk) const { return window_blocks_for(window, chunk, block_size_); }
+  static int window_blocks_for(int window, int chunk, int block_size) {
+    return (window - 1 + chunk + block_size - 1) / block_size + 1;
+  }
 
  private:
   int block_size_;

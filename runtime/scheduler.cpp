@@ -16,6 +16,7 @@ struct Scheduler::Sequence {
   int computed = 0;             // tokens whose KV is in the cache
   int ring_slot = -1;
   BlockTable blocks;
+  BlockTable window_blocks;     // sliding layers (window pool); released entries are kReleasedBlock
   std::vector<int32_t> generated;
   std::mt19937_64 rng;
   Clock::time_point queued, last_token;
@@ -23,10 +24,16 @@ struct Scheduler::Sequence {
   double prefill_latency = 0;
   int preemptions = 0;
   int remaining() const { return int(tokens.size()) - computed; }
+  // Tokens whose KV the sequence holds when it finishes at the latest: its last token is
+  // sampled, never fed.
+  int final_kv(int max_seq_len) const {
+    return std::max(int(tokens.size()), std::min(int(req.prompt.size()) + req.max_new_tokens, max_seq_len) - 1);
+  }
 };
 
-Scheduler::Scheduler(SchedulerOptions opts, RingSlots* rings, BlockPool* blocks)
-    : opts_(std::move(opts)), rings_(rings), blocks_(blocks) {
+Scheduler::Scheduler(SchedulerOptions opts, RingSlots* rings, BlockPool* blocks, BlockPool* window_blocks)
+    : opts_(std::move(opts)), rings_(rings), blocks_(blocks), window_blocks_(window_blocks) {
+  if (window_blocks_ && opts_.window <= 0) throw Error("scheduler: a window block pool needs the window (W > 0)");
   if (opts_.token_budget < opts_.max_sequences)
     throw Error("scheduler: the token budget (" + std::to_string(opts_.token_budget) +
                 ") must hold one decode token of every running sequence (" + std::to_string(opts_.max_sequences) + ")");
@@ -60,6 +67,7 @@ ScheduledChunk Scheduler::chunk_of(Sequence& s, int n) const {
   c.position = s.computed;
   c.ring_slot = s.ring_slot;
   c.blocks = &s.blocks;
+  c.window_blocks = &s.window_blocks;
   c.needs_logits = s.computed + n == int(s.tokens.size());
   return c;
 }
@@ -69,6 +77,7 @@ void Scheduler::preempt(Sequence* s) {
   if (s->ring_slot >= 0) rings_->free(s->ring_slot);
   s->ring_slot = -1;
   if (blocks_) blocks_->free(s->blocks);
+  if (window_blocks_) window_blocks_->free(s->window_blocks);
   s->computed = 0;  // recompute prompt + generated when re-admitted
   ++s->preemptions;
   ++preemptions_;
@@ -81,6 +90,7 @@ void Scheduler::finish(Sequence* s, const std::string& reason, const std::string
   if (s->ring_slot >= 0) rings_->free(s->ring_slot);
   s->ring_slot = -1;
   if (blocks_) blocks_->free(s->blocks);
+  if (window_blocks_) window_blocks_->free(s->window_blocks);
   GenerationResult r;
   r.id = s->req.id;
   r.index = s->index;
@@ -97,12 +107,51 @@ void Scheduler::finish(Sequence* s, const std::string& reason, const std::string
   s->tokens.shrink_to_fit();
 }
 
+bool Scheduler::can_grow(Sequence& s, int total) {
+  if (window_blocks_) window_blocks_->release_before(s.window_blocks, s.computed - opts_.window + 1);
+  return (!blocks_ || blocks_->can_append(s.blocks, total)) &&
+         (!window_blocks_ || window_blocks_->can_append(s.window_blocks, total));
+}
+
+void Scheduler::grow(Sequence& s, int total) {
+  if (window_blocks_) {
+    window_blocks_->release_before(s.window_blocks, s.computed - opts_.window + 1);
+    window_blocks_->append(s.window_blocks, total);
+  }
+  if (blocks_) blocks_->append(s.blocks, total);
+}
+
+int Scheduler::unreserved(const Sequence& s, const BlockPool& pool, bool window) const {
+  int life = pool.blocks_for(s.final_kv(opts_.max_seq_len));
+  if (window) life = std::min(life, pool.window_blocks(opts_.window, opts_.chunk_tokens));
+  const int held = window ? BlockPool::held(s.window_blocks) : int(s.blocks.size());
+  return std::max(0, life - held);
+}
+
+bool Scheduler::fits_reservation(const Sequence& s) const {
+  auto fits = [&](const BlockPool* pool, bool window) {
+    if (!pool) return true;
+    int outstanding = 0;
+    for (const Sequence* r : running_) outstanding += unreserved(*r, *pool, window);
+    return pool->num_free() - outstanding >= unreserved(s, *pool, window);
+  };
+  return fits(blocks_, false) && fits(window_blocks_, true);
+}
+
 bool Scheduler::try_admit(Sequence& s, int& budget, std::vector<ScheduledChunk>& out) {
   if (!rings_->can_allocate() || int(running_.size()) >= opts_.max_sequences) return false;
-  if (blocks_ && !blocks_->can_allocate(int(s.tokens.size()))) return false;
+  const int known = int(s.tokens.size());
+  const bool fits_known =
+      (!blocks_ || blocks_->can_allocate(known)) &&
+      (!window_blocks_ ||
+       std::min(window_blocks_->blocks_for(known), window_blocks_->window_blocks(opts_.window, opts_.chunk_tokens)) <=
+           window_blocks_->num_free());
+  // A request whose life does not fit even an empty pool still runs alone on its known tokens
+  // (it may then fail for want of blocks, with a message naming the pool).
+  if (!fits_known || (opts_.reserve_generation && !running_.empty() && !fits_reservation(s))) return false;
   const int n = std::min({s.remaining(), opts_.chunk_tokens, budget});
   s.ring_slot = rings_->allocate();
-  if (blocks_) blocks_->append(s.blocks, s.computed + n);
+  grow(s, s.computed + n);
   running_.push_back(&s);
   out.push_back(chunk_of(s, n));
   budget -= n;
@@ -118,12 +167,13 @@ std::vector<ScheduledChunk> Scheduler::schedule() {
       Sequence* s = running_[i];
       if (s->remaining() != 1) continue;
       bool dropped = false;
-      while (blocks_ && !blocks_->can_append(s->blocks, s->computed + 1)) {
+      while (!can_grow(*s, s->computed + 1)) {
         Sequence* victim = running_.back();
         if (victim == s && running_.size() == 1) {
+          const BlockPool* pool = blocks_ ? blocks_ : window_blocks_;
           finish(s, "error", "request " + s->req.id + " needs more KV blocks than the whole pool holds (" +
-                                 std::to_string(blocks_->num_blocks()) + " blocks of " +
-                                 std::to_string(blocks_->block_size()) + " tokens)", Clock::now());
+                                 std::to_string(pool->num_blocks()) + " blocks of " +
+                                 std::to_string(pool->block_size()) + " tokens)", Clock::now());
           dropped = true;
           break;
         }
@@ -134,7 +184,7 @@ std::vector<ScheduledChunk> Scheduler::schedule() {
         }
       }
       if (dropped) break;  // s was the last running sequence: nothing after it
-      if (blocks_) blocks_->append(s->blocks, s->computed + 1);
+      grow(*s, s->computed + 1);
       out.push_back(chunk_of(*s, 1));
       --budget;
     }
@@ -142,8 +192,8 @@ std::vector<ScheduledChunk> Scheduler::schedule() {
     for (Sequence* s : running_) {
       if (s->remaining() <= 1 || budget <= 0) continue;
       const int n = std::min({s->remaining(), opts_.chunk_tokens, budget});
-      if (blocks_ && !blocks_->can_append(s->blocks, s->computed + n)) continue;
-      if (blocks_) blocks_->append(s->blocks, s->computed + n);
+      if (!can_grow(*s, s->computed + n)) continue;
+      grow(*s, s->computed + n);
       out.push_back(chunk_of(*s, n));
       budget -= n;
     }
@@ -151,7 +201,7 @@ std::vector<ScheduledChunk> Scheduler::schedule() {
     while (!waiting_.empty() && budget > 0) {
       Sequence* s = waiting_.front();
       if (!try_admit(*s, budget, out)) {
-        if (running_.empty() && out.empty() && blocks_ && !blocks_->can_allocate(int(s->tokens.size()))) {
+        if (running_.empty() && out.empty() && (blocks_ || window_blocks_)) {
           waiting_.pop_front();  // can never fit: fail it rather than wait forever
           finish(s, "error", "request " + s->req.id + " needs more KV blocks than the whole pool holds", Clock::now());
           continue;
@@ -160,6 +210,7 @@ std::vector<ScheduledChunk> Scheduler::schedule() {
       }
       waiting_.pop_front();
     }
+    max_running_ = std::max(max_running_, int(running_.size()));
     if (!out.empty() || done()) return out;
     if (running_.empty()) continue;  // only errors were produced; look again
     // Every running sequence is blocked on KV: free the newest one and try again.

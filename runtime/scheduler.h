@@ -3,11 +3,18 @@
 //  - decode first: every running sequence whose prompt is done feeds its last token;
 //  - then chunked prefill under the per-step token budget (at most chunk_tokens per
 //    sequence per step): running sequences still prefilling first, then admission of waiting
-//    requests in arrival order while a ring slot is free and the block pool can hold the
-//    request's known tokens (admission by KV capacity);
+//    requests in arrival order while a ring slot is free and the block pools can hold the
+//    request (admission by KV capacity). With reserve_generation (the default) a request is
+//    admitted only when the pools hold its whole life — prompt + max_new_tokens, capped at
+//    max_seq_len, in the full layers' pool; at most window_blocks in the sliding layers' pool —
+//    beside what the running sequences have reserved and not yet taken: the KV fills with
+//    sequences that all finish, and none is preempted to make room for another's growth.
+//    Without it only the known tokens count (more sequences at once, preemptions when they grow);
 //  - when a running sequence cannot get the block it needs, the most recently admitted
 //    running sequence is preempted: its KV is freed and it goes back to the head of the
 //    queue with prompt + generated tokens, to be recomputed (no output changes);
+//  - sliding layers in paged blocks (a window pool): before each of a sequence's chunks, the
+//    blocks whose positions no query of it will see again go back to the pool;
 //  - a sequence that finishes (stop token, EOS, max_new_tokens, max sequence length)
 //    frees its ring slot and blocks in the same step.
 // The scheduler never touches device memory: it works on RingSlots/BlockPool ids; the
@@ -55,6 +62,8 @@ struct SchedulerOptions {
   int chunk_tokens = 256;   // tokens one sequence feeds per step (<= plan max_chunk_tokens)
   int max_seq_len = 2048;   // prompt + generated
   std::vector<int32_t> eos_token_ids;
+  int window = 0;           // W of the sliding layers in the window pool (0: no window pool)
+  bool reserve_generation = true;  // admission reserves each request's whole life (see above)
 };
 
 // One sequence's share of a step.
@@ -65,14 +74,16 @@ struct ScheduledChunk {
   int position = 0;         // position of tokens[0]
   int ring_slot = -1;
   const BlockTable* blocks = nullptr;
+  const BlockTable* window_blocks = nullptr;  // sliding layers' blocks (window pool)
   bool needs_logits = false;  // the last token's logits decide the next token
 };
 
 class Scheduler {
  public:
   using Clock = std::chrono::steady_clock;
-  // blocks may be null when the model has no paged (full-attention) layer.
-  Scheduler(SchedulerOptions opts, RingSlots* rings, BlockPool* blocks);
+  // blocks may be null when the model has no paged full-attention layer, window_blocks when no
+  // sliding layer is paged.
+  Scheduler(SchedulerOptions opts, RingSlots* rings, BlockPool* blocks, BlockPool* window_blocks = nullptr);
   ~Scheduler();
 
   // Queues a request (validated by the caller). `index` identifies it in results.
@@ -81,6 +92,7 @@ class Scheduler {
   int num_running() const { return int(running_.size()); }
   int num_waiting() const { return int(waiting_.size()); }
   int total_preemptions() const { return preemptions_; }
+  int max_running() const { return max_running_; }  // most sequences running at once so far
 
   // The next step's chunks; empty only when done().
   std::vector<ScheduledChunk> schedule();
@@ -109,15 +121,24 @@ class Scheduler {
   void preempt(Sequence* s);
   void finish(Sequence* s, const std::string& reason, const std::string& error, Clock::time_point now);
   ScheduledChunk chunk_of(Sequence& s, int n) const;
+  // KV growth of `s` to `total` tokens (its next chunk ends there): window blocks that left the
+  // window go back first; can_grow says whether both pools can, grow takes the blocks.
+  bool can_grow(Sequence& s, int total);
+  void grow(Sequence& s, int total);
+  // Blocks `s` needs over its whole life in each pool and has not taken yet (reserve_generation).
+  int unreserved(const Sequence& s, const BlockPool& pool, bool window) const;
+  bool fits_reservation(const Sequence& s) const;
 
   SchedulerOptions opts_;
   RingSlots* rings_;
   BlockPool* blocks_;
+  BlockPool* window_blocks_;
   std::vector<std::unique_ptr<Sequence>> all_;
   std::deque<Sequence*> waiting_;
   std::vector<Sequence*> running_;  // admission order
   std::vector<GenerationResult> finished_;
   int preemptions_ = 0;
+  int max_running_ = 0;
   std::unique_ptr<ThreadPool> sample_pool_;  // complete(): rows of large vocabularies in parallel
 };
 

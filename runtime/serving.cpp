@@ -237,6 +237,8 @@ ServeSummary serve_jsonl(Engine& engine, const models::Tokenizer* tok, std::istr
             {"requests_per_s", elapsed > 0 ? s.requests / elapsed : 0.0},
             {"generated_tokens_per_s", elapsed > 0 ? double(s.generated_tokens) / elapsed : 0.0},
             {"batch_size", engine.options().max_sequences},
+            {"batch_size_reason", engine.batch_reason()},
+            {"max_running_sequences", engine.stats().max_running},
             {"failed_requests", s.failed},
             {"peak_device_bytes", peak},
             {"ttft_p50_s", percentile(ttft, 50)},

@@ -169,6 +169,30 @@ nlohmann::json phase_json(const PhaseWork& w, double elapsed_s, const Ceilings& 
   return j;
 }
 
+SliceCeilings real_slice_1g10gb() {
+  SliceCeilings s;
+  s.name = "1g.10gb";
+  s.sms = 14;
+  s.emulated_sms = 16;
+  s.flops_per_s = 110e12 * 14 / 16;  // the 16-SM green context's measured bf16 matmul rate, per SM
+  s.bytes_per_s = 3.35e12 / 8;       // one of the eight HBM3 memory slices of a 3.35 TB/s H100/H800 SXM5
+  s.source =
+      "DESIGN.md §5: 14 SMs and 1/8 of the memory (NVIDIA MIG user guide, 1g.10gb profile); HBM3 3.35 TB/s "
+      "(H100/H800 SXM5 datasheet) / 8 = 0.42 TB/s; bf16 110 TFLOP/s measured on 16 SMs x 14/16 = 96 TFLOP/s";
+  return s;
+}
+
+nlohmann::json project_phase(const PhaseWork& w, double measured_s, const SliceCeilings& s) {
+  const double sm_scaled = measured_s * double(s.emulated_sms) / double(s.sms);
+  const double memory = w.bytes() / s.bytes_per_s, compute = w.flops() / s.flops_per_s;
+  return {{"measured_s", measured_s},
+          {"sm_scaled_s", sm_scaled},
+          {"memory_s", memory},
+          {"compute_s", compute},
+          {"projected_s", std::max({sm_scaled, memory, compute})},
+          {"projected_upper_s", sm_scaled + memory}};
+}
+
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());

@@ -75,6 +75,28 @@ Ceilings cuda_ceilings(bool emulated);
 // The phase entry of the report: work, elapsed, achieved rates, roofline time and fraction.
 nlohmann::json phase_json(const PhaseWork& w, double elapsed_s, const Ceilings& c);
 
+// A real MIG slice, projected from a run in the emulated one (DESIGN.md §5): the emulation has
+// `emulated_sms` SMs but the whole GPU's HBM bandwidth; the slice has `sms` SMs and a share of
+// the HBM. Ceilings of the real slice: FLOP/s = the emulation's measured rate × sms /
+// emulated_sms; bytes/s = its share of the HBM.
+struct SliceCeilings {
+  std::string name;
+  int sms = 0, emulated_sms = 0;
+  double flops_per_s = 0, bytes_per_s = 0;
+  std::string source;
+};
+// 1g.10gb of an H100/H800 SXM5 (DESIGN.md §5 states the figures and their sources).
+SliceCeilings real_slice_1g10gb();
+
+// A phase measured in the emulation, projected to the real slice:
+//  - sm_scaled_s   = measured × emulated_sms / sms (every kernel has fewer SMs);
+//  - memory_s      = bytes / slice bytes/s, compute_s = FLOPs / slice FLOP/s (roofline floors);
+//  - projected_s   = max(sm_scaled_s, memory_s, compute_s): the phase cannot run faster than
+//    its measured work on fewer SMs, nor than its bytes through the slice's HBM (a lower bound
+//    when the measured run overlapped memory and compute perfectly);
+//  - projected_upper_s = sm_scaled_s + memory_s: no overlap of the HBM traffic with anything.
+nlohmann::json project_phase(const PhaseWork& w, double measured_s, const SliceCeilings& s);
+
 double percentile(std::vector<double> v, double p);  // linear interpolation, p in [0, 100]
 
 }  // namespace g4c::bench

@@ -154,6 +154,7 @@ json run_json(const RunRecord& r) {
           {"tpot_p99_s", r.summary["tpot_p99_s"]},
           {"steps", r.steps},
           {"preemptions", r.summary["preemptions"]},
+          {"max_running_sequences", r.summary["max_running_sequences"]},
           {"tokens_fnv1a", std::to_string(tokens_hash(r.results))}};
 }
 
@@ -214,6 +215,7 @@ json bench(const BenchArgs& a) {
   rep["date"] = utc_now();
   rep["label"] = a.label;
   rep["options"] = {{"repeat", a.repeat},         {"warmup", a.warmup}, {"warmup_requests", a.warmup_requests},         {"batch_size", engine->options().max_sequences}, {"batch_size_asked", a.batch_size},
+                    {"batch_size_reason", engine->batch_reason()},
                     {"max_new_tokens", a.max_new_tokens}, {"ignore_eos", a.ignore_eos},
                     {"device", a.dev.device},     {"emulate", a.dev.emulate},   {"budget", a.dev.budget},
                     {"plan", a.plan.empty() ? json("compiled in process") : json(a.plan)},
@@ -263,7 +265,7 @@ json bench(const BenchArgs& a) {
   rep["peak_rss_bytes"] = int64_t(ru.ru_maxrss) * 1024;  // Linux: KiB
   if (rep["label"].get<std::string>().empty())
     rep["label"] = a.dev.device + (a.dev.emulate.empty() ? "" : " " + a.dev.emulate) + " b" +
-                   std::to_string(a.batch_size);
+                   std::to_string(engine->options().max_sequences);
 
   rep["ceilings"] = {{"flops_per_s", ceil.flops_per_s},
                      {"bytes_per_s", ceil.bytes_per_s},
@@ -286,6 +288,29 @@ json bench(const BenchArgs& a) {
       "elapsed - prefill elapsed; FLOPs/bytes counted from the config (tools/bench_roofline.h); roofline fraction = "
       "max(FLOPs/peak FLOP/s, bytes/peak B/s) / elapsed";
   rep["checkpoint_bytes"] = bench::checkpoint_bytes(dir);
+  if (a.dev.emulate == "1g.10gb") {
+    // The emulation has the whole GPU's HBM bandwidth; a real slice has 1/8 of it: project.
+    const auto slice = bench::real_slice_1g10gb();
+    const double dmed = std::max(0.0, med - pmed);
+    json pj = {{"prefill", bench::project_phase(work.prefill, pmed, slice)},
+               {"decode", bench::project_phase(work.decode, dmed, slice)}};
+    const double lo = pj["prefill"]["projected_s"].get<double>() + pj["decode"]["projected_s"].get<double>();
+    const double hi = pj["prefill"]["projected_upper_s"].get<double>() + pj["decode"]["projected_upper_s"].get<double>();
+    rep["real_slice_projection"] = {{"slice", slice.name},
+                                    {"sms", slice.sms},
+                                    {"flops_per_s", slice.flops_per_s},
+                                    {"bytes_per_s", slice.bytes_per_s},
+                                    {"source", slice.source},
+                                    {"phases", pj},
+                                    {"measured_elapsed_s", med},
+                                    {"projected_elapsed_s", lo},
+                                    {"projected_elapsed_upper_s", hi},
+                                    {"projected_generated_tokens_per_s",
+                                     lo > 0 ? full[0].summary["generated_tokens"].get<double>() / lo : 0.0}};
+    std::fprintf(stderr,
+                 "emulated 1g.10gb: %.2f s measured; a real 1g.10gb slice (14 SMs, %.2f TB/s): %.2f-%.2f s projected\n",
+                 med, slice.bytes_per_s / 1e12, lo, hi);
+  }
   return rep;
 }
 

@@ -111,7 +111,7 @@ class OpenBatch {
       kv_.seqs.push_back(e.open_sequence());
       e.grow_sequence(kv_.seqs.back(), int(len));
       batch.add_sequence(seqs[s0 + i].data(), int(len), 0, kv_.seqs.back().ring_slot, &kv_.seqs.back().blocks, false,
-                         false);
+                         false, &kv_.seqs.back().window_blocks);
     }
   }
   runtime::BatchDesc batch;

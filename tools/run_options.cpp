@@ -10,7 +10,7 @@ namespace g4c::cli {
 void add_run_options(CLI::App* cmd, RunOptions& o, const std::string& max_seq_len_help) {
   cmd->add_option("--model", o.model, "model directory (config.json, safetensors, tokenizer.json)");
   cmd->add_option("--plan", o.plan, "compiled plan (.g4p, g4c compile); default: compile the model in process");
-  cmd->add_option("--batch-size", o.batch_size, "running sequences at once")->capture_default_str();
+  cmd->add_option("--batch-size", o.batch_size, "running sequences at once (0: as many as the KV pools hold, reported in the summary)")->capture_default_str();
   cmd->add_option("--max-sequence-length", o.max_seq_len, max_seq_len_help)->capture_default_str();
   cmd->add_option("--max-new-tokens", o.max_new_tokens, "default when a request has none")->capture_default_str();
   cmd->add_flag("--ignore-eos", o.ignore_eos, "do not stop on the model's EOS ids");
@@ -45,7 +45,7 @@ plan::Plan plan_for(const RunOptions& o, int max_seq_len) {
   passes::PipelineOptions po;
   const int tokens = runtime::step_token_budget(o.dev, o.token_budget);
   const int budget = tokens > 0 ? tokens : std::max(512, o.batch_size);
-  po.max_seqs = o.batch_size;
+  po.max_seqs = o.batch_size > 0 ? o.batch_size : runtime::kMaxAutoBatch;
   po.max_chunk = std::max(256, std::min(max_seq_len, budget));  // as Engine::open's default
   po.max_seq_len = max_seq_len;
   // The device budget constrains device plans; the CPU backend holds everything in host memory.

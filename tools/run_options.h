@@ -16,7 +16,7 @@ namespace g4c::cli {
 struct RunOptions {
   std::string model;  // checkpoint directory
   std::string plan;   // compiled plan (.g4p); empty: compile the checkpoint in process
-  int batch_size = 8;
+  int batch_size = 0;  // 0: as many as the KV pools hold (EngineOptions::max_sequences)
   int max_seq_len = 0;  // the command sets its default before registering
   int max_new_tokens = 32;
   bool ignore_eos = false;

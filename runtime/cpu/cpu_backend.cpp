@@ -18,6 +18,7 @@ namespace fb = plan::fb;
 // ring (Ring layers) or a block (Paged layers). K=V-once layers (kv_shared) hold V only.
 struct KvStore {
   fb::KvKind kind;
+  bool windowed = false;  // Paged with a window: blocks of the window pool
   int row = 0;       // Hkv * D floats per token
   int unit = 0;      // tokens per ring (capacity) or per block (block_size)
   std::vector<float> k, v;
@@ -37,7 +38,10 @@ class CpuBackend final : public Backend {
       s.kind = l->kind();
       s.row = l->num_kv_heads() * l->head_dim();
       s.unit = l->kind() == fb::KvKind::Ring ? l->capacity() : l->block_size();
-      const size_t units = l->kind() == fb::KvKind::Ring ? sizes.ring_slots : sizes.num_blocks;
+      s.windowed = l->kind() == fb::KvKind::Paged && l->window() > 0;
+      const size_t units = l->kind() == fb::KvKind::Ring ? sizes.ring_slots
+                           : s.windowed                  ? sizes.window_blocks
+                                                         : sizes.num_blocks;
       const size_t n = units * s.unit * s.row;
       if (!l->kv_shared()) allocate(s.k, n, "KV cache (K)");
       allocate(s.v, n, "KV cache (V)");
@@ -120,9 +124,12 @@ class CpuBackend final : public Backend {
   size_t kv_index(const KvStore& s, int seq, int pos) const {
     const auto& bs = batch_->seqs[seq];
     if (s.kind == fb::KvKind::Ring) return (size_t(bs.ring_slot) * s.unit + pos % s.unit) * s.row;
-    const auto& table = *bs.block_table;
+    const auto* tp = s.windowed ? bs.window_block_table : bs.block_table;
     const size_t block = size_t(pos / s.unit);
-    if (block >= table.size()) throw Error("cpu backend: position " + std::to_string(pos) + " has no KV block");
+    if (!tp || block >= tp->size()) throw Error("cpu backend: position " + std::to_string(pos) + " has no KV block");
+    const auto& table = *tp;
+    if (table[block] < 0)
+      throw Error("cpu backend: position " + std::to_string(pos) + " left the window: its KV block was released");
     return (size_t(table[block]) * s.unit + pos % s.unit) * s.row;
   }
 

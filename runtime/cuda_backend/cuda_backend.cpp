@@ -122,15 +122,16 @@ void CudaBackend::prepare(const plan::Plan& plan, const runtime::WeightStore& we
 
   // Weights first, then the activation arena and workspaces; the KV pools get what the budget
   // leaves (fit_kv), so a budget that cannot hold `kv` shrinks the pools instead of failing.
-  // KV slot mappings: one per (kind, unit); their sizes are set once the pools are fitted.
+  // KV slot mappings: one per (kind, unit, pool); their sizes are set once the pools are fitted.
   groups_.clear();
   for (const auto* l : *plan->kv()) {
     const bool ring = l->kind() == fb::KvKind::Ring;
+    const bool windowed = !ring && l->window() > 0;
     const int unit = ring ? l->capacity() : l->block_size();
     if (unit <= 0) throw Error("cuda backend: KV layer " + std::to_string(l->layer()) + " has no capacity/block size");
     bool seen = false;
-    for (const auto& gr : groups_) seen |= gr.kind == l->kind() && gr.unit == unit;
-    if (!seen) groups_.push_back({l->kind(), unit, 0});
+    for (const auto& gr : groups_) seen |= gr.kind == l->kind() && gr.unit == unit && gr.windowed == windowed;
+    if (!seen) groups_.push_back({l->kind(), unit, 0, windowed});
   }
   // Before load_weights: it sizes the GEMM workspace, which deterministic mode makes larger.
   kopts_ = launch_options(opts_, false);
@@ -139,14 +140,17 @@ void CudaBackend::prepare(const plan::Plan& plan, const runtime::WeightStore& we
   // weights or already-cached keys until their wait) — not while a streamed weight can still be
   // landing in a slot.
   kopts_ = launch_options(opts_, !streamed_.empty());
-  max_blocks_ = std::max(1, kv.num_blocks);  // block-table width: the most one sequence may need
+  max_blocks_ = std::max(1, kv.table_blocks > 0 ? kv.table_blocks : kv.num_blocks);  // block-table width: the most one sequence may need
   // Activations for the engine's largest step before KV is sized (growing later could not fit).
   ensure_capacity(std::max({1, opts_.max_tokens, std::min(kv.step_tokens, (*plan_)->max_chunk_tokens() * std::max(1, kv.ring_slots))}),
                   std::max(1, kv.ring_slots), std::max(16, kv.ring_slots));
   check(cudaStreamSynchronize(device_->stream()), "loading weights");
   kv_sizes_ = fit_kv(kv);
   for (auto& gr : groups_)
-    gr.scratch = int64_t(gr.kind == fb::KvKind::Ring ? kv_sizes_.ring_slots : kv_sizes_.num_blocks) * gr.unit;
+    gr.scratch = int64_t(gr.kind == fb::KvKind::Ring ? kv_sizes_.ring_slots
+                         : gr.windowed                ? kv_sizes_.window_blocks
+                                                      : kv_sizes_.num_blocks) *
+                 gr.unit;
 
   // KV storage; one extra scratch slot per cache for padded rows. One allocation carved at 256 B:
   // per-cache cudaMallocs each round up to the driver's 2 MiB granularity (96 caches on the 12B:
@@ -156,9 +160,10 @@ void CudaBackend::prepare(const plan::Plan& plan, const runtime::WeightStore& we
   std::vector<size_t> cache_bytes;
   for (const auto* l : *plan->kv()) {
     const bool ring = l->kind() == fb::KvKind::Ring;
+    const bool windowed = !ring && l->window() > 0;
     const int unit = ring ? l->capacity() : l->block_size();
     int g = 0;
-    while (!(groups_[g].kind == l->kind() && groups_[g].unit == unit)) ++g;
+    while (!(groups_[g].kind == l->kind() && groups_[g].unit == unit && groups_[g].windowed == windowed)) ++g;
     DevKv d;
     d.row = l->num_kv_heads() * l->head_dim();
     d.group = g;
@@ -188,14 +193,15 @@ void CudaBackend::prepare(const plan::Plan& plan, const runtime::WeightStore& we
 // The KV pools the budget allows, given what is already held (context, weights, arena,
 // workspaces) and a reserve for what comes later (CUDA graph executables, lazily loaded kernel
 // modules, cudaMemGetInfo's 2 MiB granularity). Ring slots are capped by the batch, paged blocks
-// by `want`; at least one ring slot and the blocks of one longest sequence must fit, else the
-// budget is too small for this model and that is an error naming the numbers.
+// by `want`; the full-layer and window pools shrink together, in the proportion asked; at least
+// one ring slot and the blocks of one longest sequence must fit, else the budget is too small
+// for this model and that is an error naming the numbers.
 runtime::KvSizes CudaBackend::fit_kv(const runtime::KvSizes& want) {
-  size_t per_slot = 0, per_block = 0, fixed = 0;  // bytes per ring slot (sequence) / paged block
+  size_t per_slot = 0, per_block = 0, per_wblock = 0, fixed = 0;  // bytes per ring slot / full / window block
   for (const auto* l : *(*plan_)->kv()) {
     const bool ring = l->kind() == fb::KvKind::Ring;
     const size_t row = size_t(l->num_kv_heads()) * l->head_dim() * 2 * (l->kv_shared() ? 1 : 2);  // K (+V) of a token
-    (ring ? per_slot : per_block) += size_t(ring ? l->capacity() : l->block_size()) * row;
+    (ring ? per_slot : l->window() > 0 ? per_wblock : per_block) += size_t(ring ? l->capacity() : l->block_size()) * row;
     fixed += row + 2 * 256;  // the scratch row written by padded tokens + alignment of K and V
   }
   fixed += size_t(2) << 20;  // the pool's one allocation rounds up to the driver's 2 MiB granularity
@@ -205,19 +211,26 @@ runtime::KvSizes CudaBackend::fit_kv(const runtime::KvSizes& want) {
   const size_t reserve = size_t(kKvReserveMiB) << 20;
   const size_t avail = budget > used + reserve + fixed ? budget - used - reserve - fixed : 0;
   runtime::KvSizes got = want;
-  const size_t one_seq_blocks = size_t(std::max(1, want.num_blocks)) /
-                                size_t(std::max(1, want.ring_slots));  // blocks of one longest sequence
-  auto need = [&](size_t slots, size_t blocks) { return slots * per_slot + blocks * per_block; };
-  while (got.ring_slots > 1 && need(got.ring_slots, one_seq_blocks) > avail) --got.ring_slots;
-  if (per_block) {
+  const size_t seqs = size_t(std::max(1, want.ring_slots));
+  const size_t one_seq_blocks = size_t(std::max(1, want.num_blocks)) / seqs;  // blocks of one longest sequence
+  const size_t one_seq_wblocks = size_t(std::max(0, want.window_blocks)) / seqs;
+  auto need = [&](size_t slots, size_t blocks, size_t wblocks) {
+    return slots * per_slot + blocks * per_block + wblocks * per_wblock;
+  };
+  const size_t one_seq = need(0, per_block ? one_seq_blocks : 0, per_wblock ? one_seq_wblocks : 0);
+  while (got.ring_slots > 1 && got.ring_slots * per_slot + one_seq > avail) --got.ring_slots;
+  if (per_block || per_wblock) {
     const size_t left = avail > got.ring_slots * per_slot ? avail - got.ring_slots * per_slot : 0;
-    got.num_blocks = int(std::min<size_t>(size_t(want.num_blocks), left / per_block));
+    const size_t asked = need(0, per_block ? size_t(want.num_blocks) : 0, per_wblock ? size_t(want.window_blocks) : 0);
+    const double f = asked > left ? double(left) / double(asked) : 1.0;
+    if (per_block) got.num_blocks = int(double(want.num_blocks) * f);
+    if (per_wblock) got.window_blocks = int(double(want.window_blocks) * f);
   }
-  if (need(got.ring_slots, per_block ? std::min<size_t>(one_seq_blocks, got.num_blocks) : 0) > avail ||
-      (per_block && size_t(got.num_blocks) < std::max<size_t>(1, one_seq_blocks)))
+  if (got.ring_slots * per_slot + one_seq > avail || (per_block && size_t(got.num_blocks) < std::max<size_t>(1, one_seq_blocks)) ||
+      (per_wblock && size_t(got.window_blocks) < std::max<size_t>(1, one_seq_wblocks)))
     throw Error("cuda backend: the budget of " + mib(budget) + " leaves " + mib(avail) +
                 " for KV after the weights, activations and a " + std::to_string(kKvReserveMiB) +
-                " MiB reserve, less than one sequence needs (" + mib(need(1, one_seq_blocks)) + ")\n" + breakdown());
+                " MiB reserve, less than one sequence needs (" + mib(per_slot + one_seq) + ")\n" + breakdown());
   return got;
 }
 

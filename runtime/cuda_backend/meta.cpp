@@ -30,6 +30,7 @@ MetaLayout layout_meta(int cap_T, int cap_S, int cap_R, int num_groups, int max_
     m.ring_base.push_back(take(size_t(cap_S) * 4));
   }
   m.block_table = take(size_t(cap_S) * max_blocks * 4);
+  m.window_block_table = take(size_t(cap_S) * max_blocks * 4);
   m.bytes = at;
   return m;
 }
@@ -49,15 +50,21 @@ size_t fill_meta(const runtime::BatchDesc& b, const Shape& sh, const std::vector
   int32_t* ctx = i32(m.ctx_len);
   for (int s = 0; s <= sh.S; ++s) qs[s] = s < sh.real_S ? b.seqs[s].first_row : sh.real_T;
   for (int s = 0; s < sh.S; ++s) ctx[s] = s < sh.real_S ? b.positions[b.seqs[s].first_row] : 0;
-  int32_t* bt = i32(m.block_table);
-  std::memset(bt, 0, size_t(sh.S) * max_blocks * 4);
-  for (int s = 0; s < sh.real_S; ++s) {
-    const auto* table = b.seqs[s].block_table;
-    if (!table) continue;
-    if (int(table->size()) > max_blocks)
-      throw Error("cuda backend: a block table of " + std::to_string(table->size()) + " blocks exceeds the pool (" +
-                  std::to_string(max_blocks) + ")");
-    std::copy(table->begin(), table->end(), bt + size_t(s) * max_blocks);
+  bool windowed = false;
+  for (const auto& g : groups) windowed |= g.windowed;
+  for (const bool window : {false, true}) {
+    if (window && !windowed) break;
+    int32_t* bt = i32(window ? m.window_block_table : m.block_table);
+    std::memset(bt, 0, size_t(sh.S) * max_blocks * 4);
+    for (int s = 0; s < sh.real_S; ++s) {
+      const auto* table = window ? b.seqs[s].window_block_table : b.seqs[s].block_table;
+      if (!table) continue;
+      if (int(table->size()) > max_blocks)
+        throw Error("cuda backend: a block table of " + std::to_string(table->size()) + " blocks exceeds its width (" +
+                    std::to_string(max_blocks) + ")");
+      int32_t* row = bt + size_t(s) * max_blocks;
+      for (size_t i = 0; i < table->size(); ++i) row[i] = std::max<int32_t>(0, (*table)[i]);  // released: 0
+    }
   }
   for (size_t g = 0; g < groups.size(); ++g) {
     const auto& grp = groups[g];
@@ -79,13 +86,14 @@ size_t fill_meta(const runtime::BatchDesc& b, const Shape& sh, const std::vector
         sl[i] = int64_t(seq.ring_slot) * grp.unit + p % grp.unit;
       } else {
         const size_t blk = size_t(p / grp.unit);
-        if (!seq.block_table || blk >= seq.block_table->size())
+        const auto* table = grp.windowed ? seq.window_block_table : seq.block_table;
+        if (!table || blk >= table->size() || (*table)[blk] < 0)
           throw Error("cuda backend: position " + std::to_string(p) + " has no KV block");
-        sl[i] = int64_t((*seq.block_table)[blk]) * grp.unit + p % grp.unit;
+        sl[i] = int64_t((*table)[blk]) * grp.unit + p % grp.unit;
       }
     }
   }
-  return std::min(m.bytes, m.block_table + size_t(sh.S) * max_blocks * 4);
+  return std::min(m.bytes, (windowed ? m.window_block_table : m.block_table) + size_t(sh.S) * max_blocks * 4);
 }
 
 }  // namespace g4c::cudart

@@ -15,11 +15,13 @@ namespace g4c::cudart {
 
 namespace fb = plan::fb;
 
-// KV slot mapping shared by KV layers of the same kind and unit (ring capacity / block size).
+// KV slot mapping shared by KV layers of the same kind, unit (ring capacity / block size) and
+// pool (paged sliding layers draw from the window pool, through the window block tables).
 struct KvGroup {
   fb::KvKind kind;
   int unit = 0;          // ring capacity or block size
   int64_t scratch = 0;   // slot written by padded rows (one past the last real slot)
+  bool windowed = false; // Paged with a window: BatchSequence::window_block_table
 };
 
 // Shape of one launch: the real batch, or a decode bucket (padded).
@@ -36,6 +38,9 @@ struct MetaLayout {
   std::vector<size_t> slots;      // per KvGroup: int64 [cap_T]
   std::vector<size_t> ring_base;  // per KvGroup: int32 [cap_S] (rings)
   size_t block_table = 0;         // int32 [cap_S][max_blocks]
+  // int32 [cap_S][max_blocks]: the window pool's tables (paged sliding layers); a block that
+  // left the window reads 0, a real block that the window mask keeps every kernel from using.
+  size_t window_block_table = 0;
   size_t bytes = 0;
 };
 

@@ -151,7 +151,7 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
         c.rope_theta = float(a->rope_theta());
       }
       if (grp.kind == fb::KvKind::Paged) {
-        c.block_table = meta_i32(meta_.block_table);
+        c.block_table = meta_i32(grp.windowed ? meta_.window_block_table : meta_.block_table);
         c.max_blocks = max_blocks_;
         c.block_size = grp.unit;
       } else {

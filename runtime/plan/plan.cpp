@@ -183,6 +183,8 @@ void check_shapes(const fb::Plan& p, const std::string& name) {
         same_cols(in(0), out(0));
         if (k->kind() == fb::KvKind::Ring && (a->window() <= 0 || a->window() > k->capacity()))
           bad(s, "a ring KV layer needs a window within its capacity");
+        if (k->kind() == fb::KvKind::Paged && k->window() > 0 && a->window() != k->window())
+          bad(s, "a paged sliding KV layer releases blocks by its window: the attention must use the same window");
         break;
       }
       case fb::KernelId::Add:

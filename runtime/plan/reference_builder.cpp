@@ -209,11 +209,10 @@ Plan Builder::build() {
   for (int i = 0; i < cfg_.num_layers; ++i) {
     const auto& g = cfg_.layers[i];
     const int ring_capacity = g.window - 1 + opts_.max_chunk_tokens;
-    const bool paged = g.kind == models::LayerKind::Full || opts_.sliding_kv == "paged" ||
-                       (opts_.sliding_kv == "auto" && opts_.max_seq_len <= 2 * ring_capacity);
+    const bool paged = g.kind == models::LayerKind::Full || opts_.sliding_kv != "ring";
     kv_of_layer_.push_back(i);
     kv.push_back(fb::CreateKvLayer(fbb_, i, paged ? fb::KvKind::Paged : fb::KvKind::Ring, g.num_kv_heads, g.head_dim,
-                                   paged ? 0 : g.window, paged ? 0 : ring_capacity, paged ? opts_.kv_block_size : 0,
+                                   g.window, paged ? 0 : ring_capacity, paged ? opts_.kv_block_size : 0,
                                    /*kv_shared=*/opts_.kv_shared && g.k_eq_v, fb::DType::F32));
   }
   const int H = cfg_.hidden_size;

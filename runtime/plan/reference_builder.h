@@ -20,8 +20,8 @@ struct ReferenceOptions {
   bool fused = true;            // fused kernel set (production) or the unfused elementwise form
   int max_chunk_tokens = 256;   // most tokens a sequence feeds per step (ring capacity = W-1+this)
   int kv_block_size = 16;       // tokens per paged block (full layers)
-  // Sliding layers' KV as g4-plan-kv's sliding-kv: "ring", "paged", or "auto" (paged when
-  // max_seq_len <= 2 x the ring capacity W-1+max_chunk_tokens).
+  // Sliding layers' KV as g4-plan-kv's sliding-kv: "ring", or "paged" / "auto" (blocks of the
+  // window pool, returned as they leave the window).
   std::string sliding_kv = "auto";
   int max_seq_len = 2048;
   std::vector<int> bucket_tokens = {16, 64, 256, 1024};  // shape buckets (tokens per step)

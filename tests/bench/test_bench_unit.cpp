@@ -99,6 +99,32 @@ TEST(BenchPhase, RooflineFractionIsBoundTimeOverElapsed) {
   EXPECT_DOUBLE_EQ(j["arithmetic_intensity"].get<double>(), 4.0);
 }
 
+// The real-slice projection by hand: a decode phase of 64 steps over 7.6 GB of weights measured
+// at 1.0 s in the 16-SM emulation. 14 SMs: 1.0 × 16/14 = 1.142857 s; through 3.35/8 = 0.41875
+// TB/s the 4.864e11 bytes alone take 1.16155 s (18.1 ms a step), so the slice is memory-bound.
+TEST(BenchPhase, RealSliceProjectionIsTheLargerOfFewerSmsAndTheSlicesBandwidth) {
+  const auto slice = bench::real_slice_1g10gb();
+  EXPECT_EQ(slice.sms, 14);
+  EXPECT_EQ(slice.emulated_sms, 16);
+  EXPECT_DOUBLE_EQ(slice.bytes_per_s, 3.35e12 / 8);
+  EXPECT_DOUBLE_EQ(slice.flops_per_s, 110e12 * 14 / 16);
+  bench::PhaseWork decode;
+  decode.weight_bytes = 7.6e9 * 64;
+  decode.linear_flops = 2 * 12e9 * 8 * 64;  // 12 B parameters, 8 rows a step: far below the FLOP floor
+  auto j = bench::project_phase(decode, 1.0, slice);
+  EXPECT_DOUBLE_EQ(j["sm_scaled_s"].get<double>(), 16.0 / 14.0);
+  EXPECT_NEAR(j["memory_s"].get<double>(), 4.864e11 / 4.1875e11, 1e-12);  // 1.16155 s
+  EXPECT_NEAR(j["compute_s"].get<double>(), 1.2288e13 / 9.625e13, 1e-12);  // 128 ms
+  EXPECT_DOUBLE_EQ(j["projected_s"].get<double>(), j["memory_s"].get<double>());  // memory-bound in the slice
+  EXPECT_DOUBLE_EQ(j["projected_upper_s"].get<double>(), 16.0 / 14.0 + j["memory_s"].get<double>());
+  // A compute-heavy prefill measured at 2 s: fewer SMs dominate.
+  bench::PhaseWork prefill;
+  prefill.weight_bytes = 7.6e9 * 20;
+  prefill.linear_flops = 2 * 12e9 * 5000;  // 1.247 s at 96.25 TFLOP/s; bytes 0.363 s
+  j = bench::project_phase(prefill, 2.0, slice);
+  EXPECT_DOUBLE_EQ(j["projected_s"].get<double>(), 2.0 * 16 / 14);
+}
+
 uint32_t be32(const uint8_t* p) { return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3]; }
 
 uint32_t bitwise_crc(const uint8_t* p, size_t n) {

@@ -172,9 +172,9 @@ TEST_F(Gemma12B, MemoryTableAllResidentInt4) {
   EXPECT_EQ(prefetches, 0);
 }
 
-// Paged KV (the sliding layers too, sliding-kv=auto at max_seq_len 2048) shrinks to what the
-// budget leaves before any layer streams. 16 sequences, each up to 1280 tokens (80 blocks of 16:
-// window 1024 − 1 + chunk 256) in the 40 sliding layers (320 KiB a token) and 2048 in the 8 full
+// Paged KV (the sliding layers too, from the window pool) shrinks to what the budget leaves
+// before any layer streams. 16 sequences, each up to 81 blocks of 16 tokens (ceil((window 1024
+// − 1 + chunk 256) / 16) + 1) in the 40 sliding layers (320 KiB a token) and 2048 in the 8 full
 // layers (16 KiB): 6.75 GiB of KV beside 7.6 GB of weights in 9984 MiB. Every weight stays
 // resident and KV gets the rest (the runtime admits requests by their length into that pool).
 TEST_F(Gemma12B, PagedKvShrinksBeforeLayersStream) {
@@ -189,7 +189,7 @@ TEST_F(Gemma12B, PagedKvShrinksBeforeLayersStream) {
   EXPECT_EQ(t.streamed_layers, 0);
   EXPECT_EQ(t.weights_streamed, 0);
   const int64_t want = (*c->module)->getAttrOfType<DictionaryAttr>("g4.kv").getAs<IntegerAttr>("pool_bytes").getInt();
-  const int64_t one_seq = 1280ll * 320 * 1024 + 2048ll * 16 * 1024;
+  const int64_t one_seq = 81ll * 16 * 320 * 1024 + 2048ll * 16 * 1024;
   EXPECT_EQ(want, 16 * one_seq);
   EXPECT_LT(t.kv, want);
   EXPECT_GE(t.kv, one_seq);  // at least one longest sequence

@@ -5,6 +5,7 @@
 
 #include "models/error.h"
 #include "runtime/cuda_backend/meta.h"
+#include "runtime/kv.h"
 
 using namespace g4c;
 using cudart::KvGroup;
@@ -96,4 +97,31 @@ TEST(CudaMeta, MissingStorageIsAnError) {
   runtime::BatchDesc r;
   r.add_sequence(t.data(), 1, 0, 5, &blocks, false, true);  // ring slot 5 of 2
   EXPECT_THROW(cudart::fill_meta(r, exact(r), ring, m, 4, 2, h.data()), Error);
+}
+
+// Paged sliding layers read the window pool's tables: a block that left the window is 0 in the
+// device table (a real block the window mask never lets a kernel use), the slots of the rows
+// come from the window table, and a row in a released block is an error.
+TEST(CudaMeta, WindowPoolTablesForPagedSlidingLayers) {
+  const std::vector<KvGroup> groups = {{plan::fb::KvKind::Paged, 4, 64, false}, {plan::fb::KvKind::Paged, 4, 32, true}};
+  const int max_blocks = 8;
+  auto m = cudart::layout_meta(8, 2, 8, 2, max_blocks);
+  std::vector<unsigned char> h(m.bytes, 0xAB);
+  runtime::BatchDesc b;
+  const std::vector<int32_t> t = {5, 6};
+  const std::vector<int32_t> full = {3, 1, 4}, window = {runtime::kReleasedBlock, 6, 2};
+  b.add_sequence(t.data(), 2, 9, -1, &full, false, true, &window);  // positions 9, 10: block 2
+  const size_t bytes = cudart::fill_meta(b, exact(b), groups, m, max_blocks, 1, h.data());
+  EXPECT_EQ(bytes, m.window_block_table + size_t(1) * max_blocks * 4);
+  View v{h, m};
+  // Full: table[2] = 4 → 16 + 1, 16 + 2; window: table[2] = 2 → 8 + 1, 8 + 2.
+  EXPECT_EQ(std::vector<int64_t>(v.slots(0), v.slots(0) + 2), (std::vector<int64_t>{17, 18}));
+  EXPECT_EQ(std::vector<int64_t>(v.slots(1), v.slots(1) + 2), (std::vector<int64_t>{9, 10}));
+  const int32_t* wt = v.i32(m.window_block_table);
+  EXPECT_EQ(std::vector<int32_t>(wt, wt + 4), (std::vector<int32_t>{0, 6, 2, 0}));
+  const int32_t* bt = v.i32(m.block_table);
+  EXPECT_EQ(std::vector<int32_t>(bt, bt + 3), (std::vector<int32_t>{3, 1, 4}));
+  runtime::BatchDesc r;
+  r.add_sequence(t.data(), 1, 2, -1, &full, false, true, &window);  // position 2 lies in the released block
+  EXPECT_THROW(cudart::fill_meta(r, exact(r), groups, m, max_blocks, 1, h.data()), Error);
 }

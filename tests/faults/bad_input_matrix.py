@@ -294,8 +294,8 @@ else:
 # ---- flags ----
 rc, out = g4c("run", *base(max_len="2000000000"), "--input", req, "--output", path("o.jsonl"))
 case("run --max-sequence-length 2000000000", rc, out, 1, ["exceeds the model's context of 8192 tokens"])
-rc, out = g4c("run", *base(batch="0"), "--input", req, "--output", path("o.jsonl"))
-case("run --batch-size 0", rc, out, 1, ["batch size"])
+rc, out = g4c("run", *base(batch="-1"), "--input", req, "--output", path("o.jsonl"))
+case("run --batch-size -1", rc, out, 1, ["batch size"])
 rc, out = g4c("run", *BASE, "--input", req, "--output", path("o.jsonl"), "--no-such-flag")
 case("run --no-such-flag", rc, out, None, ["--no-such-flag"])
 rc, out = g4c("run", "--model", path("nowhere"), "--input", req, "--output", path("o.jsonl"))

@@ -107,7 +107,7 @@ TEST(Engine, PreemptionUnderATinyKvBudgetKeepsOutputs) {
   auto gs = fp32_generations();
   // 14 blocks of 16 tokens: one 144+48-token request needs 12, so 8 requests can never all
   // be resident and decode growth must preempt (recompute).
-  auto e = open_tiny({.max_sequences = 8, .kv_blocks = 14});
+  auto e = open_tiny({.max_sequences = 8, .kv_blocks = 14, .reserve_generation = false});
   auto results = e->generate(requests_of(gs));
   for (size_t i = 0; i < gs.size(); ++i) {
     EXPECT_EQ(results[i].finish_reason, "length") << results[i].error;
@@ -116,6 +116,68 @@ TEST(Engine, PreemptionUnderATinyKvBudgetKeepsOutputs) {
   EXPECT_GT(e->stats().preemptions, 0);
   EXPECT_EQ(e->block_pool()->num_free(), 14);
   EXPECT_EQ(e->ring_slots().num_free(), 8);
+}
+
+// The same pool with admission by each request's whole life (the default): requests wait for
+// room instead of being recomputed, and the outputs are the goldens.
+TEST(Engine, ReservedAdmissionUnderATinyKvBudgetNeverPreempts) {
+  NEED_GOLDENS();
+  auto gs = fp32_generations();
+  auto e = open_tiny({.max_sequences = 8, .kv_blocks = 14});
+  auto results = e->generate(requests_of(gs));
+  for (size_t i = 0; i < gs.size(); ++i) {
+    EXPECT_EQ(results[i].finish_reason, "length") << results[i].error;
+    EXPECT_EQ(results[i].tokens, gs[i].expected) << "golden generation " << i;
+  }
+  EXPECT_EQ(e->stats().preemptions, 0);
+  EXPECT_GE(e->stats().max_running, 1);
+  EXPECT_LT(e->stats().max_running, 8);  // 14 blocks cannot reserve the lives of all eight
+  EXPECT_EQ(e->block_pool()->num_free(), 14);
+  EXPECT_EQ(e->window_pool()->num_free(), e->window_pool()->num_blocks());
+}
+
+// --batch-size 0 on the CPU: kMaxAutoBatch sequences (a quarter of any test host's memory holds
+// 64 full-length tiny-model sequences: a few MiB each), the reason reported, goldens unchanged.
+TEST(Engine, AutoBatchOnTheCpuKeepsTheGoldens) {
+  NEED_GOLDENS();
+  auto gs = fp32_generations();
+  auto e = open_tiny({});
+  EXPECT_EQ(e->options().max_sequences, runtime::kMaxAutoBatch);
+  EXPECT_NE(e->batch_reason().find("auto"), std::string::npos) << e->batch_reason();
+  auto results = e->generate(requests_of(gs));
+  for (size_t i = 0; i < gs.size(); ++i) EXPECT_EQ(results[i].tokens, gs[i].expected) << "golden generation " << i;
+  EXPECT_EQ(e->stats().max_running, 8);
+  EXPECT_EQ(e->stats().preemptions, 0);
+}
+
+// Sliding layers in the window pool: 300 tokens of `long` fed 5 at a time cross the 128-token
+// window twice; after each chunk the sequence holds exactly the blocks of the keys its next
+// query can see plus the chunk (never the 19 blocks of 300 tokens), and the logits still match HF.
+TEST(Engine, WindowPoolHoldsTheWindowAndMatchesGoldens) {
+  NEED_GOLDENS();
+  auto e = open_tiny({.max_sequences = 1});
+  ASSERT_NE(e->window_pool(), nullptr);
+  EXPECT_EQ(e->plan()->kv()->Get(0)->kind(), plan::fb::KvKind::Paged);
+  EXPECT_EQ(e->plan()->kv()->Get(0)->window(), 128);
+  auto f = models::SafetensorsFile::open(test::golden_dir() / "golden_logits.safetensors");
+  auto ids = golden_ids("long");
+  ids.resize(300);
+  const float* ref = f->view(*f->find("long.logits_fp32")).as<float>();
+  const int V = e->vocab_size(), B = e->plan()->kv_block_size(), W = 128, chunk = 5;
+  float worst = 0;
+  int most = 0;
+  e->logits(ids, chunk, [&](int start, int n, const float* logits) {
+    const int held = e->window_pool()->num_blocks() - e->window_pool()->num_free();
+    EXPECT_EQ(held, (start + n + B - 1) / B - std::max(0, start - W + 1) / B) << "chunk at " << start;
+    most = std::max(most, held);
+    for (int r = start; r < start + n; ++r)
+      if (r % 7 == 0)
+        for (int v = 0; v < V; ++v)
+          worst = std::max(worst, std::abs(logits[size_t(r - start) * V + v] - ref[size_t(r / 7) * V + v]));
+  });
+  EXPECT_EQ(most, runtime::BlockPool::window_blocks_for(W, chunk, B));
+  EXPECT_EQ(e->window_pool()->num_free(), e->window_pool()->num_blocks());
+  EXPECT_LE(worst, 2e-3f);  // the HF parity bound of test_golden.cpp
 }
 
 TEST(Engine, RequestLargerThanTheWholePoolFailsAlone) {
@@ -135,6 +197,7 @@ TEST(Engine, RingAtExactWindowCapacityMatchesGoldens) {
   // the ring boundary twice; the logits must still match HF at the positions the goldens keep.
   plan::ReferenceOptions ro;
   ro.max_chunk_tokens = 1;
+  ro.sliding_kv = "ring";
   auto e = open_tiny({.max_sequences = 1}, &ro);
   EXPECT_EQ(e->plan()->kv()->Get(0)->capacity(), 128);
   auto f = models::SafetensorsFile::open(test::golden_dir() / "golden_logits.safetensors");

@@ -52,6 +52,24 @@ TEST(BlockPool, GrowsByBlocksAndReturnsEverything) {
   EXPECT_EQ(pool.num_free(), 5);
 }
 
+TEST(BlockPool, ReleasesBlocksThatLeftTheWindow) {
+  BlockPool pool(6, 4);
+  BlockTable t;
+  pool.append(t, 12);                   // blocks of positions 0-3, 4-7, 8-11
+  EXPECT_EQ(pool.release_before(t, 7), 1);  // only 0-3 lies wholly before 7
+  EXPECT_EQ(t[0], kReleasedBlock);
+  EXPECT_EQ(BlockPool::held(t), 2);
+  EXPECT_EQ(pool.num_free(), 4);
+  EXPECT_EQ(pool.release_before(t, 8), 1);  // 4-7 now too
+  EXPECT_EQ(pool.release_before(t, 8), 0);  // released entries are not released twice
+  EXPECT_EQ(pool.release_before(t, -5), 0);
+  EXPECT_TRUE(pool.can_append(t, 12 + 4 * 5));  // the table keeps its logical length: 5 more fit
+  EXPECT_FALSE(pool.can_append(t, 12 + 4 * 5 + 1));
+  pool.free(t);  // skips the released entries
+  EXPECT_EQ(pool.num_free(), 6);
+  EXPECT_EQ(BlockPool::window_blocks_for(8, 4, 4), 4);  // 11 key positions over at most 4 blocks
+}
+
 namespace {
 
 constexpr int kVocab = 8;
@@ -150,7 +168,9 @@ TEST(Scheduler, StopsOnEosUnlessIgnored) {
 TEST(Scheduler, PreemptsTheNewestWhenBlocksRunOut) {
   RingSlots rings(3);
   BlockPool blocks(6, 2);  // 12 tokens of KV in all
-  Scheduler s({.max_sequences = 3, .token_budget = 16, .chunk_tokens = 8, .max_seq_len = 64, .eos_token_ids = {1}},
+  // Admission by known tokens only: all three start, and their growth must preempt.
+  Scheduler s({.max_sequences = 3, .token_budget = 16, .chunk_tokens = 8, .max_seq_len = 64, .eos_token_ids = {1},
+               .reserve_generation = false},
               &rings, &blocks);
   auto now = Scheduler::Clock::now();
   for (int i = 0; i < 3; ++i) s.add(req("r" + std::to_string(i), 3, 4), i, now);  // each ends at 7 tokens
@@ -183,3 +203,84 @@ TEST(Scheduler, ZeroMaxNewTokensFinishesAtOnce) {
   EXPECT_EQ(r[0].finish_reason, "length");
 }
 
+// A window pool: at every step a sequence holds exactly the blocks that cover the keys its next
+// chunk reads — from its first query's position − (W − 1) to its last token — and the full
+// pool every block of its length.
+TEST(Scheduler, WindowPoolHoldsExactlyTheWindow) {
+  constexpr int kW = 8, kBlock = 4, kChunk = 5;
+  RingSlots rings(2);
+  BlockPool full(64, kBlock), window(64, kBlock);
+  Scheduler s({.max_sequences = 2, .token_budget = 16, .chunk_tokens = kChunk, .max_seq_len = 128,
+               .eos_token_ids = {1}, .window = kW},
+              &rings, &full, &window);
+  auto now = Scheduler::Clock::now();
+  s.add(req("long", 23, 30), 0, now);
+  s.add(req("short", 2, 3), 1, now);
+  int steps = 0, most = 0;
+  while (!s.done() && steps < 200) {
+    auto chunks = s.schedule();
+    ASSERT_FALSE(chunks.empty());
+    for (const auto& c : chunks) {
+      const int first_key = std::max(0, c.position - kW + 1), end = c.position + c.num_tokens;
+      const int want = (end + kBlock - 1) / kBlock - first_key / kBlock;
+      EXPECT_EQ(BlockPool::held(*c.window_blocks), want) << "seq " << c.seq << " at " << c.position;
+      EXPECT_EQ(int(c.window_blocks->size()), (end + kBlock - 1) / kBlock);
+      for (int b = first_key / kBlock; b < int(c.window_blocks->size()); ++b) EXPECT_NE((*c.window_blocks)[b], kReleasedBlock);
+      EXPECT_EQ(int(c.blocks->size()), (end + kBlock - 1) / kBlock);
+      EXPECT_EQ(BlockPool::held(*c.blocks), int(c.blocks->size()));
+      most = std::max(most, BlockPool::held(*c.window_blocks));
+    }
+    s.complete(chunks, logits_for(chunks, 4).data(), kVocab, now);
+    ++steps;
+  }
+  EXPECT_EQ(most, window.window_blocks(kW, kChunk));  // the bound is reached and never passed
+  auto r = s.take_finished();
+  ASSERT_EQ(r.size(), 2u);
+  for (const auto& x : r) EXPECT_EQ(x.finish_reason, "length") << x.error;
+  EXPECT_EQ(window.num_free(), 64);
+  EXPECT_EQ(full.num_free(), 64);
+  EXPECT_EQ(s.total_preemptions(), 0);
+}
+
+// Admission reserves a request's whole life: the pool of 12 tokens holds two 3+4-token requests
+// (6 tokens of KV each: the last token is sampled, never fed) at once, the third waits for one
+// to finish — nobody is preempted and every output is whole.
+TEST(Scheduler, ReservedAdmissionNeverPreempts) {
+  RingSlots rings(3);
+  BlockPool blocks(6, 2);
+  Scheduler s({.max_sequences = 3, .token_budget = 16, .chunk_tokens = 8, .max_seq_len = 64, .eos_token_ids = {1}},
+              &rings, &blocks);
+  auto now = Scheduler::Clock::now();
+  for (int i = 0; i < 3; ++i) s.add(req("r" + std::to_string(i), 3, 4), i, now);
+  int steps = 0;
+  while (!s.done() && steps < 100) {
+    auto c = s.schedule();
+    ASSERT_FALSE(c.empty());
+    s.complete(c, logits_for(c, 4).data(), kVocab, now);
+    ++steps;
+  }
+  EXPECT_EQ(s.total_preemptions(), 0);
+  EXPECT_EQ(s.max_running(), 2);
+  auto r = s.take_finished();
+  ASSERT_EQ(r.size(), 3u);
+  for (const auto& x : r) EXPECT_EQ(x.tokens, (std::vector<int32_t>{4, 4, 4, 4})) << x.error;
+  EXPECT_EQ(blocks.num_free(), 6);
+}
+
+// A request whose life is longer than the whole pool still runs when it is alone and its prompt
+// fits (it may finish early on a stop token).
+TEST(Scheduler, ReservationLongerThanThePoolRunsAlone) {
+  RingSlots rings(2);
+  BlockPool blocks(4, 2);  // 8 tokens
+  Scheduler s({.max_sequences = 2, .token_budget = 16, .chunk_tokens = 8, .max_seq_len = 64, .eos_token_ids = {1}},
+              &rings, &blocks);
+  auto now = Scheduler::Clock::now();
+  s.add(req("long", 3, 40), 0, now);
+  auto c = s.schedule();
+  ASSERT_EQ(c.size(), 1u);
+  s.complete(c, logits_for(c, 1).data(), kVocab, now);  // EOS at once
+  auto r = s.take_finished();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].finish_reason, "stop");
+  EXPECT_EQ(blocks.num_free(), 4);
+}

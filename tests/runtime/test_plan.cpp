@@ -45,20 +45,33 @@ TEST(Plan, ReferenceProgramHasTheGemma4Structure) {
   EXPECT_EQ(count(p, fb::KernelId::Attention), 12);
   EXPECT_EQ(count(p, fb::KernelId::PostNormResidual), 24);
   EXPECT_EQ(count(p, fb::KernelId::LmHead), 1);
-  // Ring for sliding layers with capacity W-1+max_chunk, paged blocks for the 2 full layers.
-  int rings = 0, paged = 0;
+  // Sliding layers paged from the window pool (their window set), full layers paged with none.
+  int windowed = 0, paged = 0;
   for (const auto* k : *p->kv()) {
-    if (k->kind() == fb::KvKind::Ring) {
-      ++rings;
-      EXPECT_EQ(k->capacity(), 128 - 1 + p->max_chunk_tokens());
+    EXPECT_EQ(k->kind(), fb::KvKind::Paged);
+    EXPECT_EQ(k->capacity(), 0);
+    if (k->window() > 0) {
+      ++windowed;
+      EXPECT_EQ(k->window(), 128);
     } else {
       ++paged;
       EXPECT_EQ(k->head_dim(), 128);
       EXPECT_EQ(k->num_kv_heads(), 1);
     }
   }
-  EXPECT_EQ(rings, 10);
+  EXPECT_EQ(windowed, 10);
   EXPECT_EQ(paged, 2);
+  // sliding_kv "ring": rings of capacity W-1+max_chunk for the sliding layers.
+  plan::ReferenceOptions ring;
+  ring.sliding_kv = "ring";
+  auto r = plan::build_reference_plan(t.cfg, *t.ckpt, ring);
+  int rings = 0;
+  for (const auto* k : *r->kv())
+    if (k->kind() == fb::KvKind::Ring) {
+      ++rings;
+      EXPECT_EQ(k->capacity(), 128 - 1 + r->max_chunk_tokens());
+    }
+  EXPECT_EQ(rings, 10);
   // Layer 5 is full: proportional RoPE with p=0.25 over D=128 rotates int(0.25*64) = 16 pairs.
   for (const auto* s : *p->program())
     if (s->kernel() == fb::KernelId::QkNormRopeKvWrite && s->layer() == 5) {

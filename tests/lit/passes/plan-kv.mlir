@@ -1,5 +1,5 @@
-// RUN: g4c opt %s --split-input-file --g4-plan-kv="max-chunk=4 max-seqs=2 max-seq-len=64 block-size=16" | FileCheck %s
-// RUN: g4c opt %s --split-input-file --g4-plan-kv="max-chunk=4 max-seqs=2 max-seq-len=64 block-size=16 kv-shared=true" | FileCheck %s --check-prefix=SHARED
+// RUN: g4c opt %s --split-input-file --g4-plan-kv="max-chunk=4 max-seqs=2 max-seq-len=64 block-size=16 sliding-kv=ring" | FileCheck %s
+// RUN: g4c opt %s --split-input-file --g4-plan-kv="max-chunk=4 max-seqs=2 max-seq-len=64 block-size=16 kv-shared=true sliding-kv=ring" | FileCheck %s --check-prefix=SHARED
 // RUN: g4c opt %s --split-input-file --g4-plan-kv="max-chunk=4 max-seqs=2 max-seq-len=64 block-size=16 sliding-kv=paged" | FileCheck %s --check-prefix=PAGED
 // RUN: g4c opt %s --split-input-file --g4-plan-kv="max-chunk=4 max-seqs=2 max-seq-len=20 block-size=16" | FileCheck %s --check-prefix=AUTO
 // RUN: not g4c opt %s --split-input-file --g4-plan-kv="sliding-kv=rings" 2>&1 | FileCheck %s --check-prefix=BAD
@@ -9,22 +9,24 @@
 // pool 11 x 128 x 2 sequences = 2816 B.
 // Full: 128 B/token (64 with K=V once); 2 x ceil(64/16) = 8 blocks of 16 tokens:
 // 8 x 16 x 128 = 16384 B (8192 shared).
-// CHECK: module attributes {g4.kv = {block_size = 16 : i64, full_bytes_per_token = 128 : i64, k_from_v_layers = 0 : i64, max_chunk = 4 : i64, max_seq_len = 64 : i64, max_seqs = 2 : i64, pool_bytes = 19200 : i64, sliding_bytes_per_token = 128 : i64}}
+// CHECK: module attributes {g4.kv = {block_size = 16 : i64, full_bytes_per_token = 128 : i64, full_pool_bytes = 16384 : i64, k_from_v_layers = 0 : i64, max_chunk = 4 : i64, max_seq_len = 64 : i64, max_seqs = 2 : i64, pool_bytes = 19200 : i64, sliding_bytes_per_token = 128 : i64, window_pool_bytes = 0 : i64}}
 // CHECK-DAG: g4.kv_buffer @kv.layer0 {bytes_per_token = 128 : i64, capacity = 11 : i64, head_dim = 16 : i64, kind = "ring", layer = 0 : i64, max_seqs = 2 : i64, num_kv_heads = 2 : i64, pool_bytes = 2816 : i64, stores_key = true}
 // CHECK-DAG: g4.kv_buffer @kv.layer1 {block_size = 16 : i64, bytes_per_token = 128 : i64, head_dim = 32 : i64, kind = "paged", layer = 1 : i64, num_blocks = 8 : i64, num_kv_heads = 1 : i64, pool_bytes = 16384 : i64, stores_key = true}
-// SHARED: module attributes {g4.kv = {block_size = 16 : i64, full_bytes_per_token = 64 : i64, k_from_v_layers = 1 : i64, {{.*}}pool_bytes = 11008 : i64, sliding_bytes_per_token = 128 : i64}}
+// SHARED: module attributes {g4.kv = {block_size = 16 : i64, full_bytes_per_token = 64 : i64, full_pool_bytes = 8192 : i64, k_from_v_layers = 1 : i64, {{.*}} pool_bytes = 11008 : i64, sliding_bytes_per_token = 128 : i64, window_pool_bytes = 0 : i64}}
 // SHARED-DAG: g4.kv_buffer @kv.layer0 {{{.*}}stores_key = true}
 // SHARED-DAG: g4.kv_buffer @kv.layer1 {{{.*}}bytes_per_token = 64 : i64{{.*}}pool_bytes = 8192 : i64, stores_key = false}
-// sliding-kv=paged: the sliding layer gets blocks like the full one; it reserves what its ring
-// would hold, 2 x ceil(min(64, 11)/16) = 2 blocks of 16 x 128 B = 4096 B (the runtime sizes the
-// shared pool from its budget); the window stays on the attention op.
-// PAGED: module attributes {g4.kv = {block_size = 16 : i64, full_bytes_per_token = 128 : i64, {{.*}}pool_bytes = 20480 : i64, sliding_bytes_per_token = 128 : i64}}
-// PAGED-DAG: g4.kv_buffer @kv.layer0 {block_size = 16 : i64, bytes_per_token = 128 : i64, head_dim = 16 : i64, kind = "paged", layer = 0 : i64, num_blocks = 2 : i64, num_kv_heads = 2 : i64, pool_bytes = 4096 : i64, stores_key = true}
+// sliding-kv=paged: the sliding layer gets blocks from the window pool; the buffer carries its
+// window. A sequence holds at most ceil((8 - 1 + 4)/16) + 1 = 2 blocks there (the keys of one
+// chunk and the 7 before it, over one block more than they fill), so the plan reserves
+// 2 sequences x min(ceil(64/16), 2) = 4 blocks of 16 x 128 B = 8192 B; full 16384 B as above.
+// PAGED: module attributes {g4.kv = {block_size = 16 : i64, full_bytes_per_token = 128 : i64, full_pool_bytes = 16384 : i64, {{.*}}pool_bytes = 24576 : i64, sliding_bytes_per_token = 128 : i64, window_pool_bytes = 8192 : i64}}
+// PAGED-DAG: g4.kv_buffer @kv.layer0 {block_size = 16 : i64, bytes_per_token = 128 : i64, head_dim = 16 : i64, kind = "paged", layer = 0 : i64, num_blocks = 4 : i64, num_kv_heads = 2 : i64, pool_bytes = 8192 : i64, stores_key = true, window = 8 : i64}
+// PAGED-DAG: g4.kv_buffer @kv.layer1 {{{.*}}kind = "paged", layer = 1 : i64, num_blocks = 8 : i64{{.*}}stores_key = true}
 // PAGED: g4.attention {{.*}}window = 8 : i64
-// auto: max-seq-len 20 <= 2 x ring capacity 11 → paged: sliding 2 x ceil(11/16) = 2 blocks
-// (4096 B), full 2 x ceil(20/16) = 4 blocks (8192 B).
-// AUTO: module attributes {g4.kv = {{{.*}}pool_bytes = 12288 : i64
-// AUTO-DAG: g4.kv_buffer @kv.layer0 {{{.*}}kind = "paged", layer = 0 : i64, num_blocks = 2 : i64
+// auto is paged: max-seq-len 20 → window 2 x min(ceil(20/16), 2) = 4 blocks (8192 B), full
+// 2 x ceil(20/16) = 4 blocks (8192 B).
+// AUTO: module attributes {g4.kv = {{{.*}}pool_bytes = 16384 : i64
+// AUTO-DAG: g4.kv_buffer @kv.layer0 {{{.*}}kind = "paged", layer = 0 : i64, num_blocks = 4 : i64{{.*}}window = 8 : i64
 // BAD: sliding-kv must be ring, paged or auto, not 'rings'
 g4.weight @kn0 : tensor<16xbf16>
 g4.weight @kn1 : tensor<32xbf16>
