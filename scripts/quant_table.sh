@@ -12,7 +12,7 @@ model=$root/models/gemma4-tiny
 calib=$root/datasets/calibration-256.jsonl
 sets=("$root/datasets/quality_public.jsonl")
 lab=$root/../shared/datasets/lab/quality_public.jsonl
-[[ -f $lab ]] && sets+=("$lab")
+[[ -f $lab && ${LAB:-1} == 1 ]] && sets+=("$lab")  # LAB=0: quality_public only
 mkdir -p "$work"
 rows=("$@")
 if [[ ${#rows[@]} -eq 0 ]]; then
@@ -31,7 +31,7 @@ for row in "${rows[@]}"; do
     rtn-*) args=(--method rtn) ;;
     gptq-act-*) args+=(--act-order) ;;
   esac
-  g=$(grep -o 'g[0-9]*' <<<"$row" | head -1 | tr -d g)
+  g=$(grep -o 'g[0-9]\+' <<<"$row" | head -1 | tr -d g)
   [[ $row == *-asym-* ]] && args+=(--asymmetric) || args+=(--symmetric)
   clip=${row##*-}
   args+=(--group-size "$g" --clip "$clip")
