@@ -56,6 +56,7 @@ struct GptqPass : impl::GPTQBase<GptqPass> {
     damp = c.driver.gptq.damp;
     blockSize = c.driver.gptq.block_size;
     actOrder = c.driver.gptq.act_order;
+    clip = c.driver.gptq.clip.enabled() ? "mse" : "none";
   }
   GptqPassConfig config;
 
@@ -63,6 +64,10 @@ struct GptqPass : impl::GPTQBase<GptqPass> {
     ModuleOp module = getOperation();
     if (groupSize <= 0 || groupSize % 2 || blockSize <= 0 || damp < 0) {
       module.emitError("g4-gptq: group-size must be positive and even, block-size positive, damp ≥ 0");
+      return signalPassFailure();
+    }
+    if (clip != "none" && clip != "mse") {
+      module.emitError("g4-gptq: clip must be none or mse, got ") << clip;
       return signalPassFailure();
     }
     // Linear weights by layer, in graph order.
@@ -91,6 +96,8 @@ struct GptqPass : impl::GPTQBase<GptqPass> {
     opt.gptq.damp = damp;
     opt.gptq.block_size = int(blockSize);
     opt.gptq.act_order = actOrder;
+    if (clip == "none") opt.gptq.clip = {};
+    else if (!opt.gptq.clip.enabled()) opt.gptq.clip = quant::ClipSearch::mse();
     Builder b(module.getContext());
     try {
       for (auto& [layer, weights] : byLayer) {
@@ -123,7 +130,8 @@ struct GptqPass : impl::GPTQBase<GptqPass> {
                                          b.getNamedAttr("symmetric", b.getBoolAttr(symmetric)),
                                          b.getNamedAttr("damp", b.getF64FloatAttr(damp)),
                                          b.getNamedAttr("block_size", b.getI64IntegerAttr(blockSize)),
-                                         b.getNamedAttr("act_order", b.getBoolAttr(actOrder))}));
+                                         b.getNamedAttr("act_order", b.getBoolAttr(actOrder)),
+                                         b.getNamedAttr("clip", b.getStringAttr(clip))}));
   }
 };
 

@@ -168,7 +168,9 @@ def QuantizeRTN : Pass<"g4-quantize-rtn", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"groupSize", "group-size", "int64_t", "128", "input elements per scale (64 or 128)">,
-    Option<"symmetric", "symmetric", "bool", "true", "symmetric codes (no zero points)">
+    Option<"symmetric", "symmetric", "bool", "true", "symmetric codes (no zero points)">,
+    Option<"clip", "clip", "std::string", "\"none\"",
+           "group ranges: none (min/max) | mse (MSE-optimal shrink, recorded in g4.quantization)">
   ];
 }
 
@@ -188,7 +190,10 @@ def GPTQ : Pass<"g4-gptq", "::mlir::ModuleOp"> {
     Option<"symmetric", "symmetric", "bool", "true", "symmetric codes (no zero points)">,
     Option<"damp", "damp", "double", "0.01", "damping as a fraction of mean(diag H)">,
     Option<"blockSize", "block-size", "int64_t", "128", "columns per lazy-update block">,
-    Option<"actOrder", "act-order", "bool", "false", "columns by decreasing diag H (static groups)">
+    Option<"actOrder", "act-order", "bool", "false", "columns by decreasing diag H (static groups)">,
+    Option<"clip", "clip", "std::string", "\"none\"",
+           "group ranges: none (min/max at each group start) | mse (MSE-optimal shrink of the original "
+           "weights' range, fixed before the solve: static groups)">
   ];
 }
 

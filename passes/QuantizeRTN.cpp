@@ -30,6 +30,10 @@ struct QuantizeRtnPass : impl::QuantizeRTNBase<QuantizeRtnPass> {
       module.emitError("g4-quantize-rtn: group-size must be positive and even, got ") << int64_t(groupSize);
       return signalPassFailure();
     }
+    if (clip != "none" && clip != "mse") {
+      module.emitError("g4-quantize-rtn: clip must be none or mse, got ") << clip;
+      return signalPassFailure();
+    }
     llvm::StringSet<> linear;
     module.walk([&](Operation* op) {
       if (auto d = dyn_cast<g4::DequantOp>(op)) {
@@ -58,6 +62,7 @@ struct QuantizeRtnPass : impl::QuantizeRTNBase<QuantizeRtnPass> {
                     b.getDictionaryAttr({b.getNamedAttr("method", b.getStringAttr("rtn")),
                                          b.getNamedAttr("group_size", b.getI64IntegerAttr(groupSize)),
                                          b.getNamedAttr("symmetric", b.getBoolAttr(symmetric)),
+                                         b.getNamedAttr("clip", b.getStringAttr(clip)),
                                          b.getNamedAttr("linears", b.getI64IntegerAttr(count))}));
   }
 };

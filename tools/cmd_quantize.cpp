@@ -53,6 +53,7 @@ struct QuantArgs {
   int block = 128;
   bool act_order = false;
   bool true_sequential = false;
+  std::string clip = "mse";  // none | mse (quant::ClipSearch): the best measured (docs/QUANTIZATION.md)
   int samples = 128, length = 512;
   int threads = 0;
   bool fake_quant = false;
@@ -108,8 +109,24 @@ void copy_side_files(const fs::path& from, const fs::path& to) {
     if (fs::exists(from / f)) fs::copy_file(from / f, to / f, fs::copy_options::overwrite_existing);
 }
 
+// Wall time by stage, so that nothing of a run lies outside a timer: the GPTQ pass's own
+// breakdown (quant::GptqTimings) plus the stages around it; `other` is what remains.
+struct StageTimes {
+  using clock = std::chrono::steady_clock;
+  clock::time_point start = clock::now(), mark = start;
+  std::vector<std::pair<std::string, double>> stages;
+  // Closes the stage that began at the last mark.
+  void lap(const std::string& name) {
+    const auto now = clock::now();
+    stages.emplace_back(name, std::chrono::duration<double>(now - mark).count());
+    mark = now;
+  }
+  double total() const { return std::chrono::duration<double>(clock::now() - start).count(); }
+};
+
 void run_quantize(const QuantArgs& a) {
-  const auto t0 = std::chrono::steady_clock::now();
+  StageTimes st;
+  const auto t0 = st.start;
   if (a.method != "rtn" && a.method != "gptq") throw Error("quantize: --method must be rtn or gptq, got " + a.method);
   if (a.group != 64 && a.group != 128) throw Error("quantize: --group-size must be 64 or 128");
   if (a.symmetric && a.asymmetric) throw Error("quantize: --symmetric and --asymmetric exclude each other");
@@ -118,6 +135,8 @@ void run_quantize(const QuantArgs& a) {
                 " is a GPTQ option; --method rtn has no column order or calibration");
   if (a.method == "rtn" && a.dev.device != "cpu")
     throw Error("quantize: --device runs GPTQ's calibration forwards; --method rtn runs none");
+  if (a.clip != "none" && a.clip != "mse") throw Error("quantize: --clip must be none or mse, got " + a.clip);
+  const quant::ClipSearch clip = a.clip == "mse" ? quant::ClipSearch::mse() : quant::ClipSearch{};
   const bool sym = !a.asymmetric;
   const int threads = a.threads > 0 ? a.threads : int(std::max(1u, std::thread::hardware_concurrency()));
   const fs::path src(a.model), dst(a.output);
@@ -126,6 +145,7 @@ void run_quantize(const QuantArgs& a) {
   const models::ModelConfig cfg = models::load_model_config(src);
   auto ck = models::Checkpoint::open(src);
   const std::vector<models::LinearShape> shapes = models::linear_shapes(cfg);
+  st.lap("open_model");
 
   quant::QuantSpec spec{a.group, sym};
   std::map<std::string, quant::QuantizedLinear> qs;  // by Linear name
@@ -137,15 +157,17 @@ void run_quantize(const QuantArgs& a) {
     for (const auto& s : shapes) {
       auto t = std::chrono::steady_clock::now();
       std::vector<float> w = tensor_f32(*ck, s.name + ".weight");
-      qs[s.name] = quant::quantize_rtn(w.data(), s.out, s.in, spec);
+      qs[s.name] = quant::quantize_rtn(w.data(), s.out, s.in, spec, clip);
       layers_meta.push_back({{"name", s.name}, {"out_features", s.out}, {"in_features", s.in},
                              {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count()}});
       bar.add(1);
     }
+    st.lap("rtn");
   } else {
     if (a.calibration.empty()) throw Error("quantize: --method gptq needs --calibration FILE.jsonl");
     auto tok = models::Tokenizer::load(src / "tokenizer.json");
     const auto seqs = calibration_set(a, *tok);
+    st.lap("calibration_set");
     // --device cuda: every Linear streams from pinned host memory (GPTQ runs one layer at a time,
     // so two layer slots suffice and a BF16 12B fits the budget), one buffer per value (the
     // executor runs a layer's steps piecewise); batches of 4096 tokens (8 × 512, measured on the 12B
@@ -163,11 +185,13 @@ void run_quantize(const QuantArgs& a) {
       o.spec = spec;
       o.block_size = a.block;
       o.act_order = a.act_order;
+      o.clip = clip;
       tools::check_gpu_gptq_options(o);
     }
     const int batch_seqs = gpu ? std::max(1, 4096 / a.length) : 16;
     auto exec = std::make_unique<tools::EngineCalibrationExecutor>(src, seqs, a.length, threads, batch_seqs,
                                                                    std::move(backend));
+    st.lap("executor_setup");  // the Engine (weights loaded or staged), the calibration embeddings
     calib_meta = {{"dataset", a.calibration}, {"executor", gpu ? "runtime-cuda" : "runtime-cpu"},
                   {"samples_requested", a.samples}, {"samples", seqs.size()},
                   {"sequence_length", a.length}, {"tokens", int64_t(seqs.size()) * a.length},
@@ -177,6 +201,7 @@ void run_quantize(const QuantArgs& a) {
     opt.gptq.damp = a.damp;
     opt.gptq.block_size = a.block;
     opt.gptq.act_order = a.act_order;
+    opt.gptq.clip = clip;
     opt.true_sequential = a.true_sequential;
     opt.threads = threads;
     opt.gptq.threads = threads;
@@ -213,11 +238,14 @@ void run_quantize(const QuantArgs& a) {
     mlir::MLIRContext ctx;
     frontend::load_dialects(ctx);
     mlir::OwningOpRef<mlir::ModuleOp> module = frontend::build_from_model_dir(ctx, src);
+    st.lap("graph");
     mlir::PassManager pm(&ctx);
     pm.addPass(passes::createGptqPass({exec.get(), opt}));
     if (mlir::failed(pm.run(*module))) throw Error("quantize: the g4-gptq pass failed on " + a.model);
+    st.lap("gptq_pass");
     if (gpu) runtime::add_device_summary(exec->backend(), calib_meta["device"]);
-  }
+  }  // the pass, the GPU stores and the Engine (its device memory) go here
+  if (a.method == "gptq") st.lap("executor_teardown");
 
   // ---- write the checkpoint ----
   fs::create_directories(dst);
@@ -255,12 +283,15 @@ void run_quantize(const QuantArgs& a) {
     man.add(std::move(m));
   }
   wr.finish();
+  st.lap("write_checkpoint");
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   nlohmann::json qc = a.fake_quant ? nlohmann::json::object() : models::quantization_config_json(man);
   qc["method"] = a.method;
   qc["group_size"] = a.group;
   qc["sym"] = sym;
   qc["fake_quantized"] = a.fake_quant;
+  qc["clip"] = clip.enabled() ? nlohmann::json{{"method", "mse"}, {"grid", clip.grid}, {"steps", clip.steps}}
+                              : nlohmann::json("none");
   if (a.method == "gptq") {
     qc["damp_percent"] = a.damp;
     qc["block_size"] = a.block;
@@ -269,10 +300,29 @@ void run_quantize(const QuantArgs& a) {
     // false: all Linears of a layer see that layer's unquantized inputs
     qc["true_sequential"] = a.true_sequential;
     qc["calibration"] = calib_meta;
-    qc["timing_seconds"] = {{"observe_forward", timings.observe_forward}, {"hessian", timings.hessian},
-                            {"solve", timings.solve}, {"advance_forward", timings.advance_forward},
-                            {"weights", timings.weights}};
   }
+  // Every stage of the run: the GPTQ pass split into its parts (its remainder: pass_other), the
+  // stages around it, and `other` (the rest up to this point: the reports, side files).
+  nlohmann::json tj = nlohmann::json::object();
+  double accounted = 0.0;
+  for (const auto& [name, t] : st.stages) {
+    if (name == "gptq_pass") {
+      const double parts = timings.observe_forward + timings.hessian + timings.solve + timings.advance_forward +
+                           timings.weights;
+      tj["observe_forward"] = timings.observe_forward;
+      tj["hessian"] = timings.hessian;
+      tj["solve"] = timings.solve;
+      tj["advance_forward"] = timings.advance_forward;
+      tj["weights"] = timings.weights;
+      tj["pass_other"] = t - parts;
+    } else {
+      tj[name] = t;
+    }
+    accounted += t;
+  }
+  tj["other"] = st.total() - accounted;
+  tj["total"] = st.total();
+  qc["timing_seconds"] = tj;
   qc["source_model"] = a.model;
   qc["seconds"] = secs;
   qc["threads"] = threads;
@@ -286,10 +336,13 @@ void run_quantize(const QuantArgs& a) {
                a.group, qs.size(), secs,
                a.method == "gptq" ? (", total GPTQ objective " + std::to_string(loss)).c_str() : "",
                a.output.c_str());
-  if (a.method == "gptq")
-    std::fprintf(stderr, "quantize: time in calibration forwards %.1f s (observe) + %.1f s (advance), Hessians %.1f s, "
-                 "GPTQ solves %.1f s, weight I/O %.1f s\n", timings.observe_forward, timings.advance_forward,
-                 timings.hessian, timings.solve, timings.weights);
+  std::string line;
+  for (const auto& [name, t] : tj.items()) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%s%s %.1f", line.empty() ? "" : ", ", name.c_str(), t.get<double>());
+    line += buf;
+  }
+  std::fprintf(stderr, "quantize: seconds by stage: %s\n", line.c_str());
 }
 
 }  // namespace
@@ -306,6 +359,11 @@ void add_quantize_command(CLI::App& app) {
   cmd->add_option("--damp", a->damp, "GPTQ damping, fraction of mean(diag H)");
   cmd->add_option("--block-size", a->block, "GPTQ column block")->check(CLI::PositiveNumber);
   cmd->add_flag("--act-order", a->act_order, "GPTQ: quantize columns by decreasing diag H (static groups)");
+  cmd->add_option("--clip", a->clip,
+                  "group ranges: mse (MSE-optimal shrink of each group's range, chosen before the GPTQ solve: "
+                  "static groups) | none (min/max)")
+      ->check(CLI::IsMember({"none", "mse"}))
+      ->capture_default_str();
   cmd->add_flag("--true-sequential", a->true_sequential,
                 "GPTQ: within a layer, observe each input group (q/k/v, o, gate/up, down) with the groups "
                 "before it already quantized");

@@ -27,7 +27,8 @@ class GpuHessianStore final : public quant::HessianStore {
       dev_->release_scratch();  // observing is over: the factor needs the Gram's memory
       prep_ = h_.prepare(opt.damp, opt.act_order);
     }
-    runtime::GptqSolved s = h_.solve(W, out, opt.spec.group_size, opt.spec.symmetric, int(opt.block_size));
+    runtime::GptqSolved s = h_.solve(W, out, opt.spec.group_size, opt.spec.symmetric, int(opt.block_size),
+                                     opt.clip.enabled() ? opt.clip.grid : 0, opt.clip.enabled() ? opt.clip.steps : 0);
     quant::GptqResult r;
     quant::QuantizedLinear& q = r.q;
     q.out = out;

@@ -122,12 +122,19 @@ GptqResult gptq_quantize(const float* W, int64_t out, int64_t in, const Prepared
     q.scales[o * ng + g] = p.scale;
     q.zeros[o * ng + g] = uint8_t(p.zero);
   };
+  const bool fixed = static_groups(opt);
+  if (fixed) {
+    parallel_ranges(out, int(std::clamp<int64_t>(opt.threads, 1, std::max<int64_t>(1, out / 16))), 1,
+                    [&](int64_t o0, int64_t o1) {
+                      for (int64_t o = o0; o < o1; ++o)
+                        for (int64_t g = 0; g < ng; ++g) {
+                          const int64_t c0 = g * G;
+                          set_params(o, g,
+                                     group_params(Wd.data() + o * n + c0, std::min(G, n - c0), 1, q.symmetric, opt.clip));
+                        }
+                    });
+  }
   if (opt.act_order) {
-    for (int64_t o = 0; o < out; ++o)
-      for (int64_t g = 0; g < ng; ++g) {
-        int64_t c0 = g * G;
-        set_params(o, g, group_params(Wd.data() + o * n + c0, std::min(G, n - c0), 1, q.symmetric));
-      }
     std::vector<double> Wp(size_t(out * n));
     for (int64_t o = 0; o < out; ++o)
       for (int64_t j = 0; j < n; ++j) Wp[o * n + j] = Wd[o * n + perm[j]];
@@ -145,7 +152,7 @@ GptqResult gptq_quantize(const float* W, int64_t out, int64_t in, const Prepared
       const int64_t i2 = std::min(i1 + B, n), bw = i2 - i1;
       for (int64_t i = i1; i < i2; ++i) {
         const int64_t col = perm[i];
-        if (!opt.act_order && i % G == 0) {
+        if (!fixed && i % G == 0) {
           for (int64_t o = o0; o < o1; ++o)
             set_params(o, i / G, group_params(Wd.data() + o * n + i, std::min(G, n - i), 1, q.symmetric));
         }

@@ -12,6 +12,8 @@
 //   act_order: columns are visited by decreasing diag H; group parameters then come
 //   from the (dead-column-zeroed) weights of each contiguous group before any update
 //   ("static groups"), so the checkpoint keeps contiguous groups in column order.
+//   clip: each group's range is the MSE-optimal one (quantizer.h ClipSearch), chosen before
+//   the solve from the original weights — static groups as with act_order, in either order.
 #pragma once
 
 #include <cstdint>
@@ -52,8 +54,12 @@ struct GptqOptions {
   double damp = 0.01;
   int block_size = 128;
   bool act_order = false;
+  ClipSearch clip;  // disabled: the lab's min/max range
   int threads = 1;  // output rows solved in parallel (results do not depend on it)
 };
+
+// Group parameters are fixed before the solve (from the original weights).
+inline bool static_groups(const GptqOptions& o) { return o.act_order || o.clip.enabled(); }
 
 struct GptqResult {
   QuantizedLinear q;

@@ -11,21 +11,56 @@ namespace g4c::quant {
 namespace {
 
 template <class T>
-GroupParams group_params_impl(const T* w, int64_t n, int64_t stride, bool symmetric) {
+void range_of(const T* w, int64_t n, int64_t stride, float& amax, float& mn, float& mx) {
+  amax = mn = mx = 0.f;  // the asymmetric range always includes 0
+  for (int64_t k = 0; k < n; ++k) {
+    const float v = float(w[k * stride]);
+    amax = std::max(amax, std::fabs(v));
+    mn = std::min(mn, v);
+    mx = std::max(mx, v);
+  }
+}
+
+template <class T>
+double sq_error(const T* w, int64_t n, int64_t stride, const GroupParams& p) {
+  double e = 0.0;
+  for (int64_t k = 0; k < n; ++k) {
+    const float v = float(w[k * stride]);
+    const float deq = dequantize_code(quantize_code(v, p), p);
+    const double d = double(v) - double(deq);
+    e += d * d;
+  }
+  return e;
+}
+
+template <class T>
+GroupParams group_params_impl(const T* w, int64_t n, int64_t stride, bool symmetric, const ClipSearch& clip) {
+  float amax, mn, mx;
+  range_of(w, n, stride, amax, mn, mx);
+  GroupParams best = params_from_range(amax, mn, mx, symmetric);
+  if (!clip.enabled()) return best;
+  double best_err = sq_error(w, n, stride, best);
+  for (int i = 1; i < clip.steps; ++i) {
+    const float p = clip_shrink(clip, i);
+    const GroupParams c = params_from_range(amax * p, mn * p, mx * p, symmetric);
+    const double e = sq_error(w, n, stride, c);
+    if (e < best_err) {
+      best_err = e;
+      best = c;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+GroupParams params_from_range(float amax, float mn, float mx, bool symmetric) {
   GroupParams p;
   if (symmetric) {
-    float amax = 0.f;
-    for (int64_t k = 0; k < n; ++k) amax = std::max(amax, std::fabs(float(w[k * stride])));
     float s = std::max(amax, 1e-8f) / 7.0f;
     p.scale = f16_to_f32(f32_to_f16(s));
     p.zero = 8;
   } else {
-    float mn = 0.f, mx = 0.f;  // the range always includes 0
-    for (int64_t k = 0; k < n; ++k) {
-      float v = float(w[k * stride]);
-      mn = std::min(mn, v);
-      mx = std::max(mx, v);
-    }
     float s = std::max((mx - mn) / 15.0f, 1e-8f);
     float z = __builtin_nearbyintf(-mn / s);
     p.scale = f16_to_f32(f32_to_f16(s));
@@ -34,13 +69,21 @@ GroupParams group_params_impl(const T* w, int64_t n, int64_t stride, bool symmet
   return p;
 }
 
-}  // namespace
+GroupParams group_params(const float* w, int64_t n, int64_t stride, bool symmetric, const ClipSearch& clip) {
+  return group_params_impl(w, n, stride, symmetric, clip);
+}
+GroupParams group_params(const double* w, int64_t n, int64_t stride, bool symmetric, const ClipSearch& clip) {
+  return group_params_impl(w, n, stride, symmetric, clip);
+}
+double group_sq_error(const float* w, int64_t n, int64_t stride, const GroupParams& p) {
+  return sq_error(w, n, stride, p);
+}
 
 GroupParams group_params(const float* w, int64_t n, int64_t stride, bool symmetric) {
-  return group_params_impl(w, n, stride, symmetric);
+  return group_params_impl(w, n, stride, symmetric, {});
 }
 GroupParams group_params(const double* w, int64_t n, int64_t stride, bool symmetric) {
-  return group_params_impl(w, n, stride, symmetric);
+  return group_params_impl(w, n, stride, symmetric, {});
 }
 
 int64_t padded_in_features(int64_t in, int group_size) {
@@ -55,7 +98,7 @@ std::vector<float> QuantizedLinear::dequantized() const {
   return w;
 }
 
-QuantizedLinear quantize_rtn(const float* W, int64_t out, int64_t in, const QuantSpec& spec) {
+QuantizedLinear quantize_rtn(const float* W, int64_t out, int64_t in, const QuantSpec& spec, const ClipSearch& clip) {
   QuantizedLinear q;
   q.out = out;
   q.in = in;
@@ -70,7 +113,7 @@ QuantizedLinear quantize_rtn(const float* W, int64_t out, int64_t in, const Quan
     const float* row = W + o * in;
     for (int64_t g = 0; g < ng; ++g) {
       int64_t c0 = g * G, n = std::min<int64_t>(G, in - c0);
-      GroupParams p = group_params(row + c0, n, 1, spec.symmetric);
+      GroupParams p = group_params(row + c0, n, 1, spec.symmetric, clip);
       q.scales[o * ng + g] = p.scale;
       q.zeros[o * ng + g] = uint8_t(p.zero);
       uint8_t* codes = q.codes.data() + o * q.padded_in + c0;

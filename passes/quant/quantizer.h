@@ -28,6 +28,29 @@ struct GroupParams {
 GroupParams group_params(const float* w, int64_t n, int64_t stride, bool symmetric);
 GroupParams group_params(const double* w, int64_t n, int64_t stride, bool symmetric);
 
+// MSE-optimal clipping of a group's range: the candidates shrink the range the lab's rule
+// would use by p_i = 1 − i/grid, i = 0 … steps−1 (symmetric: max|w|·p; asymmetric: min·p and
+// max·p, both ends together), each turned into (s, z) by the same rule (fp16 s, rounded z), and
+// the one with the least Σ (w − ŵ)² over the group wins (first, i.e. least shrink, on ties).
+// The error sum is float64 over exact fp32 differences, so the choice does not depend on FMA
+// contraction; runtime/cuda/gptq.cu's static_params_kernel does the same search.
+// Disabled (grid or steps 0): group_params.
+struct ClipSearch {
+  int grid = 0;   // p step 1/grid
+  int steps = 0;  // candidates, p from 1 down to 1 − (steps−1)/grid
+  bool enabled() const { return grid > 0 && steps > 0; }
+  // The recipe of the GPTQ reference's --mse option (grid 100, max shrink 0.8), with norm 2.
+  static ClipSearch mse() { return {100, 80}; }
+};
+// The range-shrink factor of candidate i.
+inline float clip_shrink(const ClipSearch& c, int i) { return 1.0f - float(i) / float(c.grid); }
+// Parameters from the range (amax for symmetric, [mn, mx] ∋ 0 for asymmetric) by the lab's rule.
+GroupParams params_from_range(float amax, float mn, float mx, bool symmetric);
+GroupParams group_params(const float* w, int64_t n, int64_t stride, bool symmetric, const ClipSearch& clip);
+GroupParams group_params(const double* w, int64_t n, int64_t stride, bool symmetric, const ClipSearch& clip);
+// Σ (w − ŵ)² of the group under p (float64 sum of exact fp32 differences).
+double group_sq_error(const float* w, int64_t n, int64_t stride, const GroupParams& p);
+
 inline int quantize_code(float w, const GroupParams& p) {
   if (p.scale == 0.f) return p.zero;  // all-zero group whose scale underflowed fp16
   float c = __builtin_nearbyintf(w / p.scale) + float(p.zero);
@@ -56,7 +79,9 @@ struct QuantizedLinear {
 
 int64_t padded_in_features(int64_t in, int group_size);
 
-// Round-to-nearest per group. W is row-major [out, in].
-QuantizedLinear quantize_rtn(const float* W, int64_t out, int64_t in, const QuantSpec& spec);
+// Round-to-nearest per group. W is row-major [out, in]. With `clip`, each group's range is
+// the MSE-optimal one of the search (ClipSearch).
+QuantizedLinear quantize_rtn(const float* W, int64_t out, int64_t in, const QuantSpec& spec,
+                             const ClipSearch& clip = {});
 
 }  // namespace g4c::quant

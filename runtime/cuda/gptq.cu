@@ -269,21 +269,49 @@ __device__ int quantize_code(float w, Params p) {
   return c < 0.f ? 0 : (c > 15.f ? 15 : int(c));
 }
 
-// Static groups (act_order): params of group g of row o from the unpermuted weights.
+// Σ (w − ŵ)² of one group under p: float64 sum of exact fp32 differences (quant::group_sq_error).
+__device__ double group_sq_error(const float* __restrict__ W, const uint8_t* __restrict__ dead, int64_t c0,
+                                 int64_t c1, Params p) {
+  double e = 0.0;
+  for (int64_t c = c0; c < c1; ++c) {
+    const float v = dead[c] ? 0.f : W[c];
+    const float deq = __fmul_rn(float(quantize_code(v, p) - p.zero), p.scale);
+    const double d = __dsub_rn(double(v), double(deq));
+    e = __dadd_rn(e, __dmul_rn(d, d));
+  }
+  return e;
+}
+
+// Static groups (act_order or clipping): params of group g of row o from the unpermuted weights;
+// with clip_steps > 0 the MSE-optimal shrink of the range (quant::group_params with a ClipSearch).
 __global__ void static_params_kernel(const float* __restrict__ W, const uint8_t* __restrict__ dead, int64_t out,
-                                     int64_t n, int G, int64_t ng, bool symmetric, float* scales, uint8_t* zeros) {
+                                     int64_t n, int G, int64_t ng, bool symmetric, int clip_grid, int clip_steps,
+                                     float* scales, uint8_t* zeros) {
   const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= out * ng) return;
-  const int64_t o = idx / ng, g = idx % ng, c0 = g * G;
+  const int64_t o = idx / ng, g = idx % ng, c0 = g * G, c1 = c0 + G < n ? c0 + G : n;
+  const float* row = W + o * n;
   float amax = 0.f, mn = 0.f, mx = 0.f;
-  for (int64_t c = c0; c < c0 + G && c < n; ++c) {
-    const float v = dead[c] ? 0.f : W[o * n + c];
+  for (int64_t c = c0; c < c1; ++c) {
+    const float v = dead[c] ? 0.f : row[c];
     const float a = fabsf(v);
     amax = amax < a ? a : amax;
     mn = v < mn ? v : mn;
     mx = mx < v ? v : mx;
   }
-  const Params p = make_params(amax, mn, mx, symmetric);
+  Params p = make_params(amax, mn, mx, symmetric);
+  if (clip_grid > 0 && clip_steps > 1) {
+    double best = group_sq_error(row, dead, c0, c1, p);
+    for (int i = 1; i < clip_steps; ++i) {
+      const float sh = __fsub_rn(1.0f, __fdiv_rn(float(i), float(clip_grid)));
+      const Params c = make_params(__fmul_rn(amax, sh), __fmul_rn(mn, sh), __fmul_rn(mx, sh), symmetric);
+      const double e = group_sq_error(row, dead, c0, c1, c);
+      if (e < best) {
+        best = e;
+        p = c;
+      }
+    }
+  }
   scales[idx] = p.scale;
   zeros[idx] = uint8_t(p.zero);
 }
@@ -325,7 +353,7 @@ __global__ void __launch_bounds__(1024) solve_block_kernel(GptqSolveArgs a, int6
       if (t >= bw) break;
       const int64_t i = i1 + t;
       const int64_t col = a.act_order ? a.perm[i] : i;
-      if (!a.act_order && i % G == 0) {
+      if (!a.static_groups && i % G == 0) {
         const int gl = int(n - i < G ? n - i : G);
         float amax = 0.f, mn = 0.f, mx = 0.f;
 #pragma unroll
@@ -352,7 +380,7 @@ __global__ void __launch_bounds__(1024) solve_block_kernel(GptqSolveArgs a, int6
           a.scales[o * ng + i / G] = p.scale;
           a.zeros[o * ng + i / G] = uint8_t(p.zero);
         }
-      } else if (a.act_order) {
+      } else if (a.static_groups) {
         p = {a.scales[o * ng + col / G], int(a.zeros[o * ng + col / G])};
       }
       const float wf = float(__shfl_sync(0xffffffffu, w[kq], l));
@@ -492,9 +520,10 @@ cudaError_t gptq_solve(const GptqSolveArgs& a, cudaStream_t s) {
   if (a.out <= 0 || a.n <= 0) return cudaSuccess;
   if (a.block <= 0 || a.block > 128 || (!a.act_order && a.block % a.group)) return cudaErrorInvalidValue;
   const int64_t ng = a.padded_in / a.group;
-  if (a.act_order) {
+  if (a.act_order && !a.static_groups) return cudaErrorInvalidValue;
+  if (a.static_groups) {
     static_params_kernel<<<blocks_for(a.out * ng), 256, 0, s>>>(a.w, a.dead, a.out, a.n, a.group, ng, a.symmetric,
-                                                                a.scales, a.zeros);
+                                                                a.clip_grid, a.clip_steps, a.scales, a.zeros);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }
   init_w_kernel<<<blocks_for(a.out * a.n), 256, 0, s>>>(a.w, a.dead, a.act_order ? a.perm : nullptr, a.out, a.n,

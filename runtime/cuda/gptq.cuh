@@ -57,6 +57,11 @@ struct GptqSolveArgs {
   int64_t out = 0, n = 0, padded_in = 0;
   int group = 128, block = 128;  // !act_order: block % group == 0; block ≤ 256
   bool symmetric = true, act_order = false;
+  // Group parameters fixed before the solve from the original weights (act_order or clipping);
+  // with clip_grid/clip_steps > 0 each group's range is the MSE-optimal shrink (passes/quant/
+  // quantizer.h ClipSearch: the same candidates, error sum and tie rule).
+  bool static_groups = false;
+  int clip_grid = 0, clip_steps = 0;
   const float* w = nullptr;       // [out, n] the Linear's weights
   const uint8_t* dead = nullptr;  // [n] columns whose H diagonal was 0 (zeroed before the solve)
   const int64_t* perm = nullptr;  // [n] act_order column order (null otherwise)

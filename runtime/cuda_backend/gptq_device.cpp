@@ -274,7 +274,8 @@ void DeviceHessian::check_solve_options(int group, int block, bool act_order) {
                 std::to_string(group) + " (without --act-order, groups are formed inside a column block)");
 }
 
-GptqSolved DeviceHessian::solve(const float* w, int64_t out, int group, bool symmetric, int block) const {
+GptqSolved DeviceHessian::solve(const float* w, int64_t out, int group, bool symmetric, int block, int clip_grid,
+                                int clip_steps) const {
   const Impl& h = *p_;
   GptqDevice::Impl& d = h.dev;
   if (!h.U) throw Error("gptq (cuda): solve() before prepare()");
@@ -288,6 +289,9 @@ GptqSolved DeviceHessian::solve(const float* w, int64_t out, int group, bool sym
   a.block = block;
   a.symmetric = symmetric;
   a.act_order = h.act_order;
+  a.clip_grid = clip_grid;
+  a.clip_steps = clip_steps;
+  a.static_groups = h.act_order || (clip_grid > 0 && clip_steps > 0);
   a.dead = h.dead;
   a.perm = h.perm;
   a.U = h.U;

@@ -75,8 +75,10 @@ class DeviceHessian {
   std::vector<double> factor() const;  // U [n, n] (after prepare)
 
   // GPTQ of one Linear W [out, n] (host, row-major) against the prepared factor. block ≤ 128 and,
-  // without act_order, a multiple of group.
-  GptqSolved solve(const float* w, int64_t out, int group, bool symmetric, int block) const;
+  // without act_order, a multiple of group. clip_grid/clip_steps > 0: group ranges are the
+  // MSE-optimal shrink (quant::ClipSearch), fixed before the solve (static groups).
+  GptqSolved solve(const float* w, int64_t out, int group, bool symmetric, int block, int clip_grid = 0,
+                   int clip_steps = 0) const;
   // What solve() accepts (throws g4c::Error otherwise): callers check before any long work.
   static void check_solve_options(int group, int block, bool act_order);
 

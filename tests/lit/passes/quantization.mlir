@@ -1,10 +1,14 @@
 // RUN: g4c opt %s --split-input-file --g4-quantize-rtn | FileCheck %s
 // RUN: g4c opt %s --split-input-file --g4-quantize-rtn="group-size=64 symmetric=false" | FileCheck %s --check-prefix=G64
+// RUN: g4c opt %s --split-input-file --g4-quantize-rtn="clip=mse" | FileCheck %s --check-prefix=CLIP
+// RUN: not g4c opt %s --split-input-file --g4-quantize-rtn="clip=max" 2>&1 | FileCheck %s --check-prefix=BADCLIP
 // RUN: g4c opt %s --split-input-file --g4-gptq --verify-diagnostics
 
 // Linear weights (dequant→matmul, linear, gate_up) become INT4; padded_in rounds
 // in_features up to the group; the embedding (not a Linear) and the norm stay BF16.
-// CHECK: module attributes {g4.quantization = {group_size = 128 : i64, linears = 4 : i64, method = "rtn", symmetric = true}}
+// CHECK: module attributes {g4.quantization = {clip = "none", group_size = 128 : i64, linears = 4 : i64, method = "rtn", symmetric = true}}
+// CLIP: module attributes {g4.quantization = {clip = "mse", group_size = 128 : i64, linears = 4 : i64, method = "rtn", symmetric = true}}
+// BADCLIP: g4-quantize-rtn: clip must be none or mse, got max
 // CHECK-DAG: g4.weight @embed_tokens : tensor<64x32xbf16>{{$}}
 // CHECK-DAG: g4.weight @layers.0.self_attn.q_proj : tensor<64x200xbf16> {{.*}}#g4.int4<group_size = 128, symmetric = true, padded_in = 256, scale_type = f16>
 // CHECK-DAG: g4.weight @layers.0.self_attn.o_proj : tensor<32x64xbf16> {{.*}}#g4.int4<group_size = 128, symmetric = true, padded_in = 128, scale_type = f16>
