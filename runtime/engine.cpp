@@ -189,8 +189,7 @@ std::vector<float> Engine::logits(std::span<const int32_t> tokens, int chunk, co
   return all;
 }
 
-std::vector<GenerationResult> Engine::generate(std::vector<GenerationRequest> requests,
-                                               const std::function<void(const GenerationResult&)>& on_finish) {
+SchedulerOptions Engine::scheduler_options() const {
   SchedulerOptions so;
   so.max_sequences = opts_.max_sequences;
   so.token_budget = opts_.token_budget;
@@ -200,22 +199,59 @@ std::vector<GenerationResult> Engine::generate(std::vector<GenerationRequest> re
   if (so.eos_token_ids.empty()) so.eos_token_ids = {cfg_.eos_token_id};
   so.window = window_;
   so.reserve_generation = opts_.reserve_generation;
-  Scheduler sched(so, rings_.get(), blocks_.get(), window_blocks_.get());
+  return so;
+}
+
+bool Engine::step(Scheduler& sched) {
+  auto chunks = sched.schedule();
+  if (chunks.empty()) return false;
+  BatchDesc batch;
+  for (const auto& c : chunks) {
+    batch.add_sequence(c.tokens, c.num_tokens, c.position, c.ring_slot, c.blocks, false, c.needs_logits,
+                       c.window_blocks);
+    stats_.tokens_computed += c.num_tokens;
+  }
+  forward(batch);
+  ++stats_.steps;
+  // Greedy rows: the backend's argmax where it has one; sampled rows: its sampler where it has
+  // one (either way only token ids leave the device); else the logits on the host.
+  std::vector<int32_t> tokens;
+  if (sched.greedy(chunks) && backend_->argmax_rows(plan_->logits_value(), &tokens) >= 0) {
+    sched.complete_tokens(chunks, tokens.data(), Scheduler::Clock::now());
+  } else if (const auto d = sched.draws(chunks); backend_->sample_rows(plan_->logits_value(), d, &tokens) >= 0) {
+    sched.complete_tokens(chunks, tokens.data(), Scheduler::Clock::now());
+  } else {
+    // (In place on the host backend; the CUDA backend's pinned staging copy; else a copy.)
+    const std::span<const float> view = backend_->read_value_view(plan_->logits_value());
+    if (view.empty()) backend_->read_value(plan_->logits_value(), &step_logits_);
+    sched.complete(chunks, view.empty() ? step_logits_.data() : view.data(), cfg_.vocab_size, d,
+                   Scheduler::Clock::now());
+  }
+  return true;
+}
+
+std::string Engine::check_request(const GenerationRequest& r) const {
+  if (r.prompt.empty()) return "empty prompt";
+  if (int(r.prompt.size()) >= opts_.max_seq_len)
+    return "prompt of " + std::to_string(r.prompt.size()) + " tokens does not fit the maximum sequence length " +
+           std::to_string(opts_.max_seq_len) + " (with at least one generated token)";
+  if (r.max_new_tokens < 0) return "negative max_new_tokens " + std::to_string(r.max_new_tokens);
+  for (size_t j = 0; j < r.prompt.size(); ++j)
+    if (r.prompt[j] < 0 || r.prompt[j] >= cfg_.vocab_size)
+      return "token id " + std::to_string(r.prompt[j]) + " at position " + std::to_string(j) +
+             " is outside the vocabulary (" + std::to_string(cfg_.vocab_size) + ")";
+  return "";
+}
+
+std::vector<GenerationResult> Engine::generate(std::vector<GenerationRequest> requests,
+                                               const std::function<void(const GenerationResult&)>& on_finish) {
+  Scheduler sched(scheduler_options(), rings_.get(), blocks_.get(), window_blocks_.get());
   const int n = int(requests.size());
   std::vector<GenerationResult> results(n);
   auto start = Scheduler::Clock::now();
   for (int i = 0; i < n; ++i) {
     auto& r = requests[i];
-    std::string bad;
-    if (r.prompt.empty()) bad = "empty prompt";
-    else if (int(r.prompt.size()) >= opts_.max_seq_len)
-      bad = "prompt of " + std::to_string(r.prompt.size()) + " tokens does not fit the maximum sequence length " +
-            std::to_string(opts_.max_seq_len) + " (with at least one generated token)";
-    else if (r.max_new_tokens < 0) bad = "negative max_new_tokens " + std::to_string(r.max_new_tokens);
-    for (size_t j = 0; bad.empty() && j < r.prompt.size(); ++j)
-      if (r.prompt[j] < 0 || r.prompt[j] >= cfg_.vocab_size)
-        bad = "token id " + std::to_string(r.prompt[j]) + " at position " + std::to_string(j) +
-              " is outside the vocabulary (" + std::to_string(cfg_.vocab_size) + ")";
+    const std::string bad = check_request(r);
     if (!bad.empty()) {
       results[i].id = r.id;
       results[i].index = i;
@@ -234,36 +270,11 @@ std::vector<GenerationResult> Engine::generate(std::vector<GenerationRequest> re
     }
   };
   collect();
-  // The logits rows of sampled steps where the backend has no view of them, reused: a fresh
-  // vector of R × 262k floats each step costs its page faults again (≈ 1 ms at 6 rows).
-  std::vector<float> logits;
   while (!sched.done()) {
-    auto chunks = sched.schedule();
-    collect();  // requests the scheduler had to fail
-    if (chunks.empty()) continue;
-    BatchDesc batch;
-    for (const auto& c : chunks) {
-      batch.add_sequence(c.tokens, c.num_tokens, c.position, c.ring_slot, c.blocks, false, c.needs_logits,
-                         c.window_blocks);
-      stats_.tokens_computed += c.num_tokens;
-    }
-    forward(batch);
-    ++stats_.steps;
-    // Greedy rows: the backend's argmax where it has one; sampled rows: its sampler where it has
-    // one (either way only token ids leave the device); else the logits on the host.
-    std::vector<int32_t> tokens;
-    if (sched.greedy(chunks) && backend_->argmax_rows(plan_->logits_value(), &tokens) >= 0) {
-      sched.complete_tokens(chunks, tokens.data(), Scheduler::Clock::now());
-    } else if (const auto d = sched.draws(chunks); backend_->sample_rows(plan_->logits_value(), d, &tokens) >= 0) {
-      sched.complete_tokens(chunks, tokens.data(), Scheduler::Clock::now());
-    } else {
-      // (In place on the host backend; the CUDA backend's pinned staging copy; else a copy.)
-      const std::span<const float> view = backend_->read_value_view(plan_->logits_value());
-      if (view.empty()) backend_->read_value(plan_->logits_value(), &logits);
-      sched.complete(chunks, view.empty() ? logits.data() : view.data(), cfg_.vocab_size, d, Scheduler::Clock::now());
-    }
-    collect();
+    step(sched);
+    collect();  // finished requests, and those the scheduler had to fail
   }
+  sched.take_emitted();
   stats_.preemptions += sched.total_preemptions();
   stats_.max_running = std::max(stats_.max_running, sched.max_running());
   return results;

@@ -27,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "models/config.h"
@@ -101,6 +102,16 @@ class Engine {
   std::vector<GenerationResult> generate(std::vector<GenerationRequest> requests,
                                          const std::function<void(const GenerationResult&)>& on_finish = {});
 
+  // The scheduler options of this engine (batch, budget, chunk, length, EOS ids), and one step
+  // of a scheduler over this engine's ring slots and block pool: schedule, run, complete.
+  // False when the step had nothing to run. generate() is a loop of these; a server
+  // (runtime/engine_loop.h) interleaves them with arrivals and cancellations.
+  SchedulerOptions scheduler_options() const;
+  bool step(Scheduler& sched);
+  // Why `request` cannot be served by this engine ("" when it can): empty prompt, prompt too
+  // long for max_seq_len, negative max_new_tokens, token id outside the vocabulary.
+  std::string check_request(const GenerationRequest& request) const;
+
   // Scoring: logits of every position [T, vocab], fed in chunks of `chunk` tokens (0: plan
   // max). With a sink, rows are handed over chunk by chunk and the return value is empty.
   using LogitSink = std::function<void(int first_row, int rows, const float* logits)>;
@@ -138,6 +149,9 @@ class Engine {
   int window_ = 0;  // W of the paged sliding layers
   std::string batch_reason_;
   RunStats stats_;
+  // The logits rows of sampled steps where the backend has no view of them, reused: a fresh
+  // vector of R × 262k floats each step costs its page faults again (≈ 1 ms at 6 rows).
+  std::vector<float> step_logits_;
 };
 
 }  // namespace g4c::runtime

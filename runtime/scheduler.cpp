@@ -103,8 +103,7 @@ void Scheduler::finish(Sequence* s, const std::string& reason, const std::string
   r.total_latency_s = std::chrono::duration<double>(now - s->queued).count();
   r.preemptions = s->preemptions;
   finished_.push_back(std::move(r));
-  s->tokens.clear();
-  s->tokens.shrink_to_fit();
+  all_[s->id].reset();  // a long-running server must not keep every finished sequence
 }
 
 bool Scheduler::can_grow(Sequence& s, int total) {
@@ -275,6 +274,7 @@ void Scheduler::complete_tokens(const std::vector<ScheduledChunk>& chunks, const
     s->last_token = now;
     s->generated.push_back(tok);
     s->tokens.push_back(tok);
+    emitted_.push_back({s->index, tok});
     const auto& stop = s->req.stop_token_ids;
     const auto& eos = opts_.eos_token_ids;
     if (std::find(stop.begin(), stop.end(), tok) != stop.end() ||
@@ -286,5 +286,32 @@ void Scheduler::complete_tokens(const std::vector<ScheduledChunk>& chunks, const
 }
 
 std::vector<GenerationResult> Scheduler::take_finished() { return std::exchange(finished_, {}); }
+
+std::vector<Scheduler::Emitted> Scheduler::take_emitted() { return std::exchange(emitted_, {}); }
+
+bool Scheduler::cancel(int index, Clock::time_point now) {
+  for (auto it = waiting_.begin(); it != waiting_.end(); ++it)
+    if ((*it)->index == index) {
+      Sequence* s = *it;
+      waiting_.erase(it);
+      finish(s, "cancelled", "", now);
+      return true;
+    }
+  for (Sequence* s : running_)
+    if (s->index == index) {
+      finish(s, "cancelled", "", now);  // erases it from running_
+      return true;
+    }
+  return false;
+}
+
+// Both paged pools: the full layers' and the sliding layers' window pool.
+int Scheduler::kv_blocks_used() const {
+  return (blocks_ ? blocks_->num_blocks() - blocks_->num_free() : 0) +
+         (window_blocks_ ? window_blocks_->num_blocks() - window_blocks_->num_free() : 0);
+}
+int Scheduler::kv_blocks_total() const {
+  return (blocks_ ? blocks_->num_blocks() : 0) + (window_blocks_ ? window_blocks_->num_blocks() : 0);
+}
 
 }  // namespace g4c::runtime

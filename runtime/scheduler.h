@@ -114,6 +114,19 @@ class Scheduler {
   bool greedy(const std::vector<ScheduledChunk>& chunks) const;
   // Results of requests finished since the last call.
   std::vector<GenerationResult> take_finished();
+  // Tokens appended since the last call, in order: (request index, token). A server streams them.
+  struct Emitted {
+    int index = 0;
+    int32_t token = 0;
+  };
+  std::vector<Emitted> take_emitted();
+  // Finishes the waiting or running request `index` with finish_reason "cancelled" (its KV and ring
+  // slot freed through the same path as any finish). Call between steps (after complete*, before
+  // schedule). False when no such request is waiting or running (already finished or unknown).
+  bool cancel(int index, Clock::time_point now);
+  // Paged KV blocks in use / in the pool (0 / 0 without paged layers).
+  int kv_blocks_used() const;
+  int kv_blocks_total() const;
 
  private:
   struct Sequence;
@@ -137,6 +150,7 @@ class Scheduler {
   std::deque<Sequence*> waiting_;
   std::vector<Sequence*> running_;  // admission order
   std::vector<GenerationResult> finished_;
+  std::vector<Emitted> emitted_;
   int preemptions_ = 0;
   int max_running_ = 0;
   std::unique_ptr<ThreadPool> sample_pool_;  // complete(): rows of large vocabularies in parallel

@@ -6,12 +6,12 @@ cd "$(dirname "$0")/.."
 PKGS="cmake ninja-build g++ clang ccache git xz-utils python3 python3-dev python3-pytest python3-numpy \
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools libflatbuffers-dev flatbuffers-compiler \
   libgtest-dev nlohmann-json3-dev libcli11-dev pybind11-dev libclang-rt-14-dev \
-  pkg-config zlib1g-dev liblzma-dev"
+  pkg-config zlib1g-dev liblzma-dev libcpp-httplib-dev nginx-light"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
-# node + npm are used only by the transformers.js tokenizer differential test.
+# node + npm run the transformers.js tokenizer differential test and the g4c serve tests (openai client).
 command -v npm >/dev/null || missing="$missing nodejs npm"
 if [ -n "$missing" ]; then
   if [ "$(id -u)" = 0 ]; then

@@ -8,6 +8,9 @@
 
 namespace g4c::cli {
 int run_opt(int argc, char** argv);  // tools/cmd_opt.cpp
+void add_serve_command(CLI::App& app);    // tools/cmd_serve.cpp
+void add_chat_command(CLI::App& app);     // tools/cmd_chat.cpp
+void add_loadgen_command(CLI::App& app);  // tools/cmd_loadgen.cpp
 }
 
 int main(int argc, char** argv) {
@@ -25,6 +28,9 @@ int main(int argc, char** argv) {
   g4c::cli::add_bench_command(app);
   g4c::cli::add_synth_command(app);
   g4c::cli::add_inspect_command(app);
+  g4c::cli::add_serve_command(app);
+  g4c::cli::add_chat_command(app);
+  g4c::cli::add_loadgen_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

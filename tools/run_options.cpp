@@ -7,13 +7,11 @@
 
 namespace g4c::cli {
 
-void add_run_options(CLI::App* cmd, RunOptions& o, const std::string& max_seq_len_help) {
+void add_engine_options(CLI::App* cmd, RunOptions& o, const std::string& max_seq_len_help) {
   cmd->add_option("--model", o.model, "model directory (config.json, safetensors, tokenizer.json)");
   cmd->add_option("--plan", o.plan, "compiled plan (.g4p, g4c compile); default: compile the model in process");
   cmd->add_option("--batch-size", o.batch_size, "running sequences at once (0: as many as the KV pools hold, reported in the summary)")->capture_default_str();
   cmd->add_option("--max-sequence-length", o.max_seq_len, max_seq_len_help)->capture_default_str();
-  cmd->add_option("--max-new-tokens", o.max_new_tokens, "default when a request has none")->capture_default_str();
-  cmd->add_flag("--ignore-eos", o.ignore_eos, "do not stop on the model's EOS ids");
   cmd->add_option("--threads", o.threads, "CPU threads (0: all)")->capture_default_str();
   cmd->add_option("--kv-blocks", o.kv_blocks, "paged KV pool blocks (0: enough for every sequence)");
   cmd->add_option("--max-num-batched-tokens", o.token_budget,
@@ -27,6 +25,12 @@ void add_run_options(CLI::App* cmd, RunOptions& o, const std::string& max_seq_le
                   "cuda: device memory budget of the whole process (MiB, or 10GB/9.75GiB; 0 = none)")
       ->capture_default_str();
   cmd->add_option("--trace", o.dev.trace, "cuda: write a Chrome-trace JSON (Perfetto) of steps, kernels, copies, graphs");
+}
+
+void add_run_options(CLI::App* cmd, RunOptions& o, const std::string& max_seq_len_help) {
+  add_engine_options(cmd, o, max_seq_len_help);
+  cmd->add_option("--max-new-tokens", o.max_new_tokens, "default when a request has none")->capture_default_str();
+  cmd->add_flag("--ignore-eos", o.ignore_eos, "do not stop on the model's EOS ids");
 }
 
 runtime::EngineOptions engine_options(const RunOptions& o, int max_seq_len) {
@@ -51,6 +55,11 @@ plan::Plan plan_for(const RunOptions& o, int max_seq_len) {
   // The device budget constrains device plans; the CPU backend holds everything in host memory.
   if (o.dev.device == "cpu") po.budget_mib = int64_t(1) << 40;
   return compile_plan(o.model, po);
+}
+
+std::unique_ptr<runtime::Engine> open_engine(const RunOptions& o, int max_seq_len) {
+  return runtime::Engine::open(o.model, plan_for(o, max_seq_len), engine_options(o, max_seq_len),
+                               runtime::backend_for_flags(o.dev, o.model));
 }
 
 }  // namespace g4c::cli

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <memory>
 #include <string>
 
 #include "runtime/cuda_backend/select.h"
@@ -27,9 +28,13 @@ struct RunOptions {
   runtime::DeviceFlags dev;  // --device, --emulate, --budget, --trace, --deterministic
 };
 
-// Registers --model, --plan, --batch-size, --max-sequence-length (help: max_seq_len_help),
-// --max-new-tokens, --ignore-eos, --threads, --kv-blocks, --max-num-batched-tokens, --chunk-size,
-// --device, --emulate, --deterministic, --budget and --trace.
+// Registers the options of every command that opens an engine (run, bench, serve, chat):
+// --model, --plan, --batch-size, --max-sequence-length (help: max_seq_len_help), --threads,
+// --kv-blocks, --max-num-batched-tokens, --chunk-size, --device, --emulate, --deterministic,
+// --budget and --trace.
+void add_engine_options(CLI::App* cmd, RunOptions& o, const std::string& max_seq_len_help);
+
+// add_engine_options and the batch commands' request defaults: --max-new-tokens, --ignore-eos.
 void add_run_options(CLI::App* cmd, RunOptions& o, const std::string& max_seq_len_help);
 
 // The engine's options for a run whose longest request needs `max_seq_len` tokens.
@@ -39,5 +44,8 @@ runtime::EngineOptions engine_options(const RunOptions& o, int max_seq_len);
 // codegen, tools/compile_plan.h) for this batch, sequence length and the chunk the engine will
 // use, so the ring capacity (W−1+chunk) matches the run.
 plan::Plan plan_for(const RunOptions& o, int max_seq_len);
+
+// The engine these options describe, with its plan (plan_for) and backend (--device).
+std::unique_ptr<runtime::Engine> open_engine(const RunOptions& o, int max_seq_len);
 
 }  // namespace g4c::cli
