@@ -194,6 +194,7 @@ SchedulerOptions Engine::scheduler_options() const {
   so.max_sequences = opts_.max_sequences;
   so.token_budget = opts_.token_budget;
   so.chunk_tokens = opts_.chunk_tokens;
+  so.mixed_prefill_tokens = opts_.mixed_prefill_tokens;
   so.max_seq_len = opts_.max_seq_len;
   so.eos_token_ids = cfg_.eos_token_ids;
   if (so.eos_token_ids.empty()) so.eos_token_ids = {cfg_.eos_token_id};

@@ -55,6 +55,7 @@ struct EngineOptions {
   int max_seq_len = 2048;  // longest prompt + generation
   int token_budget = 0;    // tokens per step; 0: max(512, max_sequences)
   int chunk_tokens = 0;    // prefill tokens per sequence per step; 0: plan max_chunk_tokens
+  int mixed_prefill_tokens = 0;  // prefill tokens of a step that also decodes; 0: token_budget
   int kv_blocks = 0;       // paged pool blocks; 0: enough for max_sequences full-length sequences
   // Window pool blocks (paged sliding layers); 0: max_sequences x the blocks one sequence holds.
   int window_blocks = 0;

@@ -187,6 +187,8 @@ std::vector<ScheduledChunk> Scheduler::schedule() {
       out.push_back(chunk_of(*s, 1));
       --budget;
     }
+    // Steps 2 and 3 prefill; with decodes in this step, at most mixed_prefill_tokens of them.
+    if (!out.empty() && opts_.mixed_prefill_tokens > 0) budget = std::min(budget, opts_.mixed_prefill_tokens);
     // 2. Chunked prefill of running sequences that are still prefilling.
     for (Sequence* s : running_) {
       if (s->remaining() <= 1 || budget <= 0) continue;

@@ -60,6 +60,10 @@ struct SchedulerOptions {
   int max_sequences = 8;    // running sequences at once (ring slots)
   int token_budget = 512;   // tokens per step, all sequences together
   int chunk_tokens = 256;   // tokens one sequence feeds per step (<= plan max_chunk_tokens)
+  // Prefill tokens of a step that also decodes (0: the whole token_budget). A decode step waits
+  // for the prefill chunks batched with it: this bounds the wait (TPOT p99) while steps without
+  // decodes still prefill token_budget tokens.
+  int mixed_prefill_tokens = 0;
   int max_seq_len = 2048;   // prompt + generated
   std::vector<int32_t> eos_token_ids;
   int window = 0;           // W of the sliding layers in the window pool (0: no window pool)

@@ -221,7 +221,8 @@ json bench(const BenchArgs& a) {
                     {"plan", a.plan.empty() ? json("compiled in process") : json(a.plan)},
                     {"deterministic", a.dev.deterministic},
                     {"token_budget", engine->options().token_budget},
-                    {"chunk_tokens", engine->options().chunk_tokens}};
+                    {"chunk_tokens", engine->options().chunk_tokens},
+                    {"mixed_prefill_tokens", engine->options().mixed_prefill_tokens}};
   rep["load_s"] = load_s;
   rep["requests"] = full[0].summary["requests"];
   std::vector<double> el, pel, ttft, tpot;

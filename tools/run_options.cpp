@@ -17,6 +17,10 @@ void add_engine_options(CLI::App* cmd, RunOptions& o, const std::string& max_seq
   cmd->add_option("--max-num-batched-tokens", o.token_budget,
                   "token budget per step (0: 1024 on cuda, max(512, batch) on cpu)");
   cmd->add_option("--chunk-size", o.chunk, "prefill tokens per sequence per step (0: plan maximum)");
+  cmd->add_option("--mixed-prefill-tokens", o.mixed_prefill,
+                  "prefill tokens of a step that also decodes, bounding how long a decode waits "
+                  "(0: --max-num-batched-tokens; -1: the device's default)")
+      ->capture_default_str();
   cmd->add_option("--device", o.dev.device, "cpu or cuda")->capture_default_str();
   cmd->add_option("--emulate", o.dev.emulate, "cuda: run in a 16-SM green context emulating a MIG slice (1g.10gb)");
   cmd->add_flag("--deterministic", o.dev.deterministic,
@@ -41,6 +45,7 @@ runtime::EngineOptions engine_options(const RunOptions& o, int max_seq_len) {
   eo.kv_blocks = o.kv_blocks;
   eo.token_budget = runtime::step_token_budget(o.dev, o.token_budget);
   eo.chunk_tokens = o.chunk;
+  eo.mixed_prefill_tokens = runtime::step_mixed_prefill_tokens(o.dev, o.mixed_prefill);
   return eo;
 }
 

@@ -25,6 +25,7 @@ struct RunOptions {
   int kv_blocks = 0;
   int token_budget = 0;
   int chunk = 0;
+  int mixed_prefill = -1;  // -1: the device's default (step_mixed_prefill_tokens)
   runtime::DeviceFlags dev;  // --device, --emulate, --budget, --trace, --deterministic
 };
 

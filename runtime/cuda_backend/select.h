@@ -42,6 +42,13 @@ inline int step_token_budget(const DeviceFlags& f, int asked) {
   return asked > 0 ? asked : f.device == "cuda" ? 1024 : 0;
 }
 
+// Prefill tokens of a step that also decodes (SchedulerOptions::mixed_prefill_tokens): `asked`
+// (--mixed-prefill-tokens) when not negative, else the device's default: no cap (0).
+inline int step_mixed_prefill_tokens(const DeviceFlags& f, int asked) {
+  (void)f;
+  return asked >= 0 ? asked : 0;
+}
+
 // nullptr for the CPU backend (Engine::open's default).
 inline std::unique_ptr<Backend> backend_for_flags(const DeviceFlags& f, const std::filesystem::path& model_dir) {
   if (f.device == "cpu") {

@@ -142,6 +142,34 @@ TEST(Scheduler, DecodeFirstThenChunkedPrefillUnderBudget) {
   EXPECT_EQ(rings.num_free(), 1);
 }
 
+// mixed_prefill_tokens caps the prefill of a step that also decodes; a step without decodes
+// prefills the whole budget.
+TEST(Scheduler, MixedPrefillTokensBoundThePrefillBesideADecode) {
+  RingSlots rings(2);
+  BlockPool blocks(100, 4);
+  Scheduler s({.max_sequences = 2, .token_budget = 16, .chunk_tokens = 16, .mixed_prefill_tokens = 3,
+               .max_seq_len = 64, .eos_token_ids = {1}},
+              &rings, &blocks);
+  auto now = Scheduler::Clock::now();
+  s.add(req("A", 2, 4), 0, now);
+  auto c1 = s.schedule();  // no decode yet: A's whole prompt
+  ASSERT_EQ(c1.size(), 1u);
+  EXPECT_EQ(c1[0].num_tokens, 2);
+  s.complete(c1, logits_for(c1, 5).data(), kVocab, now);
+  s.add(req("B", 20, 2), 1, now);
+  auto c2 = s.schedule();  // A decodes: B gets 3 prefill tokens, not 15
+  ASSERT_EQ(c2.size(), 2u);
+  EXPECT_EQ(c2[0].seq, 0);
+  EXPECT_EQ(c2[0].num_tokens, 1);
+  EXPECT_EQ(c2[1].seq, 1);
+  EXPECT_EQ(c2[1].num_tokens, 3);
+  s.complete(c2, logits_for(c2, 5).data(), kVocab, now);
+  auto c3 = s.schedule();
+  ASSERT_EQ(c3.size(), 2u);
+  EXPECT_EQ(c3[1].num_tokens, 3);
+  EXPECT_EQ(c3[1].position, 3);
+}
+
 TEST(Scheduler, StopsOnEosUnlessIgnored) {
   RingSlots rings(2);
   BlockPool blocks(100, 4);
