@@ -18,8 +18,8 @@
 #     EXTRA      more g4c bench flags for every run (e.g. "--deterministic")
 #     OUT        reports (g4c bench JSON per run) and table.txt are written there when set
 #     G4C_BENCH_TIMEOUT  seconds per g4c bench run (default 600)
-#     SERVE      concurrencies for the server benchmark (e.g. "1 4 10"; default none): `g4c serve`
-#                of the new pack on the same checkpoint (whole GPU, --budget 9984MiB, defaults) and
+#     SERVE      concurrencies for the server benchmark (e.g. "1 4 10"; default none): in each mode,
+#                `g4c serve` of the new pack on the same checkpoint (--budget 9984MiB, defaults) and
 #                `g4c loadgen` of SERVE_DATASET (default performance_public), streamed, at each
 #                concurrency; a table of TTFT, TPOT, ITL, end-to-end latency and throughput
 # Exit status: 1 when a run failed or the tokens of baseline and new differ, else 0.
@@ -124,46 +124,52 @@ trc=$?
 echo
 cat "$R/table.txt"
 [ $trc = 0 ] || FAILED=1
-# The server: one `g4c serve`, `g4c loadgen` at each concurrency, then SIGTERM (exit 0 expected).
+# The server: per mode, one `g4c serve`, `g4c loadgen` at each concurrency, then SIGTERM (exit 0
+# expected).
 if [ -n "${SERVE:-}" ]; then
   in=$(dirname "$NEW")/datasets/${SERVE_DATASET:-performance_public}.jsonl
   port=${SERVE_PORT:-18080}
-  echo "== serve $CKPT on 127.0.0.1:$port"
-  "$G_NEW" serve --model "$CKPT" --device cuda --budget 9984MiB --host 127.0.0.1 --port "$port" > "$R/serve.log" 2>&1 &
-  spid=$!
-  up=0
-  for _ in $(seq 1 300); do
-    python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/health', timeout=2)" 2>/dev/null &&
-      { up=1; break; }
-    kill -0 $spid 2>/dev/null || break
-    sleep 1
-  done
-  if [ $up = 1 ]; then
-    for c in $SERVE; do
-      timeout "$TO" "$G_NEW" loadgen --url "http://127.0.0.1:$port" --input "$in" --concurrency "$c" \
-        --label "serve c$c" --report "$R/serve_c$c.json" > "$R/serve_c$c.log" 2>&1 || { echo "loadgen c$c failed"; FAILED=1; }
-      tail -1 "$R/serve_c$c.log"
+  for mode in $MODES; do
+    dev=(--device cuda --budget 9984MiB)
+    [ "$mode" = emulated ] && dev+=(--emulate 1g.10gb)
+    echo "== serve $mode: $CKPT on 127.0.0.1:$port"
+    "$G_NEW" serve --model "$CKPT" "${dev[@]}" --host 127.0.0.1 --port "$port" > "$R/serve_$mode.log" 2>&1 &
+    spid=$!
+    up=0
+    for _ in $(seq 1 300); do
+      python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/health', timeout=2)" 2>/dev/null &&
+        { up=1; break; }
+      kill -0 $spid 2>/dev/null || break
+      sleep 1
     done
-    python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:$port/metrics').read().decode())" \
-      > "$R/serve_metrics.txt" 2>&1
-  else
-    echo "serve did not come up (see $R/serve.log)"; FAILED=1
-  fi
-  kill -TERM $spid 2>/dev/null; wait $spid; src=$?
-  echo "serve exit $src"; [ $src = 0 ] || FAILED=1
-  python3 - "$R" $SERVE <<'PY' | tee "$R/serve_table.txt"
+    if [ $up = 1 ]; then
+      for c in $SERVE; do
+        timeout "$TO" "$G_NEW" loadgen --url "http://127.0.0.1:$port" --input "$in" --concurrency "$c" \
+          --label "serve $mode c$c" --report "$R/serve_${mode}_c$c.json" > "$R/serve_${mode}_c$c.log" 2>&1 ||
+          { echo "loadgen $mode c$c failed"; FAILED=1; }
+        tail -1 "$R/serve_${mode}_c$c.log"
+      done
+      python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:$port/metrics').read().decode())" \
+        > "$R/serve_${mode}_metrics.txt" 2>&1
+    else
+      echo "serve did not come up (see $R/serve_$mode.log)"; FAILED=1
+    fi
+    kill -TERM $spid 2>/dev/null; wait $spid; src=$?
+    echo "serve $mode exit $src"; [ $src = 0 ] || FAILED=1
+  done
+  python3 - "$R" "$MODES" $SERVE <<'PY' | tee "$R/serve_table.txt"
 import json, os, sys
-r = sys.argv[1]
-print(f"{'concurrency':>11} {'req':>4} {'fail':>4} {'elapsed s':>9} {'tok/s':>8} {'TTFT p50/p99 ms':>16} "
+r, modes = sys.argv[1], sys.argv[2].split()
+print(f"{'mode':9} {'concurrency':>11} {'req':>4} {'fail':>4} {'elapsed s':>9} {'tok/s':>8} {'TTFT p50/p99 ms':>16} "
       f"{'TPOT p50/p99 ms':>16} {'ITL p50/p99 ms':>15} {'e2e p50/p99 s':>14}")
-for c in sys.argv[2:]:
-    f = os.path.join(r, f"serve_c{c}.json")
+for mode, c in [(m, c) for m in modes for c in sys.argv[3:]]:
+    f = os.path.join(r, f"serve_{mode}_c{c}.json")
     if not os.path.exists(f):
-        print(f"{c:>11} failed")
+        print(f"{mode:9} {c:>11} failed")
         continue
     x = json.load(open(f))
     ms = lambda k: f"{1e3 * x[k]['p50']:.1f}/{1e3 * x[k]['p99']:.1f}"
-    print(f"{c:>11} {x['requests']:>4} {x['failed_requests']:>4} {x['elapsed_s']['median']:9.3f} "
+    print(f"{mode:9} {c:>11} {x['requests']:>4} {x['failed_requests']:>4} {x['elapsed_s']['median']:9.3f} "
           f"{x['generated_tokens_per_s']:8.1f} {ms('ttft_s'):>16} {ms('tpot_s'):>16} {ms('itl_s'):>15} "
           f"{x['e2e_s']['p50']:.2f}/{x['e2e_s']['p99']:.2f}")
 PY
