@@ -20,7 +20,7 @@ namespace g4c::cli {
 namespace {
 
 std::atomic<bool> g_interrupt{false};  // set by SIGINT, read by the chat loop only
-extern "C" void on_sigint(int) { g_interrupt.store(true); }
+extern "C" void on_chat_sigint(int) { g_interrupt.store(true); }
 
 struct ChatArgs {
   RunOptions engine;  // the engine options of g4c run (tools/run_options.h)
@@ -47,7 +47,7 @@ void run_chat(const ChatArgs& a) {
   for (int32_t e : engine->scheduler_options().eos_token_ids) hidden.push_back(e);
 
   struct sigaction sa {};
-  sa.sa_handler = on_sigint;  // no SA_RESTART: Ctrl-C at the prompt ends the read
+  sa.sa_handler = on_chat_sigint;  // no SA_RESTART: Ctrl-C at the prompt ends the read
   sigaction(SIGINT, &sa, nullptr);
 
   const bool tty = isatty(STDIN_FILENO);

@@ -40,6 +40,7 @@ unpack() {  # unpack PACKDIR NAME -> prints the path of its g4c
   mkdir -p "$WORK/$2"
   xz -dc "$1/bin/g4c.xz" > "$WORK/$2/g4c" && chmod +x "$WORK/$2/g4c" && echo "$WORK/$2/g4c"
 }
+export LD_LIBRARY_PATH=$NEW/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}  # cpp-httplib and its libraries
 G_NEW=$(unpack "$NEW" new) || exit 1
 PACKS=(new)
 declare -A G4C=([new]=$G_NEW) DIR=([new]=$NEW)

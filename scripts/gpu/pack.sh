@@ -6,6 +6,7 @@
 #   bin/      g4c, g4c_cuda_kernels_test, g4c_cuda_backend_test, g4c_device_flags_test,
 #             g4c_cuda_meta_test, g4c_bench_kernels, g4c_bench_decode, g4c_bench_stream,
 #             g4c_bench_cudart (stripped, xz-compressed: test.sh / bench.sh unpack them)
+#   lib/      the shared libraries g4c links from Debian: cpp-httplib, OpenSSL, zlib, brotli
 #   python/   the Python module (g4c/), built for the Python the GPU host runs: $G4C_PACK_PYTHON
 #             (e.g. a python3.12 with its headers; its own build folder BUILD_DIR-py, mostly
 #             ccache hits), else BUILD_DIR's python3 (test.sh fails the module's tests, naming
@@ -65,6 +66,19 @@ for b in "${BINS[@]}"; do
   # has nothing from Debian.
   extra=$(ldd "$src" 2>/dev/null | awk '{print $1}' |
     grep -vE '^(linux-vdso|/lib64/ld-linux|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libstdc\+\+\.so|libgcc_s\.so)' || true)
+  # g4c alone links cpp-httplib (g4c serve), a shared library in Debian, with OpenSSL, zlib and
+  # brotli: those travel in lib/ (the scripts put it on LD_LIBRARY_PATH).
+  if [ "$b" = g4c ]; then
+    mkdir -p "$OUT/lib"
+    for l in $extra; do
+      case "$l" in
+        libcpp-httplib.so.*|libssl.so.*|libcrypto.so.*|libz.so.*|libbrotli*.so.*)
+          cp -L "$(ldd "$src" | awk -v l="$l" '$1 == l {print $3}')" "$OUT/lib/$l" ;;
+        *) echo "g4c needs a shared library the GPU host lacks: $l" >&2; exit 1 ;;
+      esac
+    done
+    extra=""
+  fi
   [ -z "$extra" ] || { echo "$b needs shared libraries the GPU host lacks: $extra" >&2; exit 1; }
   strip -o "$OUT/bin/$b" "$src"
   xz -9 -T2 "$OUT/bin/$b"

@@ -26,6 +26,7 @@ for f in "$P"/bin/*.xz; do xz -dc "$f" > "$W/$(basename "$f" .xz)" && chmod +x "
 # The tests find the tiny model under G4C_SOURCE_DIR (the tree the pack lies in) and the goldens
 # under G4C_SHARED_DIR (the pack).
 export G4C_SOURCE_DIR=$(dirname "$P") G4C_SHARED_DIR=$P G4C_NO_PROGRESS=1
+export LD_LIBRARY_PATH=$P/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}  # g4c's cpp-httplib and its libraries
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || echo "nvidia-smi failed"; } |
   tee "$LOG/device.txt"
 head -1 "$P/MANIFEST" 2>/dev/null

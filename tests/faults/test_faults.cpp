@@ -93,7 +93,9 @@ TEST(Faults, KvExhaustionUnderLoadPreemptsAndLosesNothing) {
   auto rs = requests(8, 24, 40);
   auto ample = open_tiny({.max_sequences = 8});
   const auto want = ample->generate(rs);
-  auto tight = open_tiny({.max_sequences = 8, .kv_blocks = 20});
+  // Admission without reservation: sequences outgrow the pool and the newest are preempted
+  // (recomputed later).
+  auto tight = open_tiny({.max_sequences = 8, .kv_blocks = 20, .reserve_generation = false});
   const auto got = tight->generate(rs);
   ASSERT_EQ(got.size(), want.size());
   EXPECT_GT(tight->stats().preemptions, 0) << "the pool was not exhausted: the test does not test preemption";
@@ -101,6 +103,12 @@ TEST(Faults, KvExhaustionUnderLoadPreemptsAndLosesNothing) {
     EXPECT_EQ(got[i].finish_reason, "length") << got[i].error;
     EXPECT_EQ(got[i].tokens, want[i].tokens) << "request " << i;
   }
+  // Admission reserving each request's life (the default): requests wait instead, none preempted.
+  auto reserved = open_tiny({.max_sequences = 8, .kv_blocks = 20});
+  const auto got2 = reserved->generate(rs);
+  EXPECT_EQ(reserved->stats().preemptions, 0);
+  EXPECT_LT(reserved->stats().max_running, 8);
+  for (size_t i = 0; i < got2.size(); ++i) EXPECT_EQ(got2[i].tokens, want[i].tokens) << "request " << i;
 }
 
 TEST(Faults, RequestLargerThanThePoolOrTheSequenceLengthFailsAloneOthersServed) {

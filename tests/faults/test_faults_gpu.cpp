@@ -10,7 +10,7 @@
 #include <string>
 
 #include "models/error.h"
-#include "tests/gpu_runtime/support.h"
+#include "tests/cuda_backend/support.h"
 
 namespace g4c::runtime {
 namespace {

@@ -155,7 +155,9 @@ TEST(Plan, PlanForAnotherCheckpointIsRefused) {
 
 TEST(Plan, StepsThatDisagreeWithTheirBindingsAreRefused) {
   Tiny t;
-  const auto good = plan::build_reference_plan(t.cfg, *t.ckpt).bytes();
+  plan::ReferenceOptions ro;
+  ro.sliding_kv = "ring";  // sliding layers in rings (the default pages them), for the ring case
+  const auto good = plan::build_reference_plan(t.cfg, *t.ckpt, ro).bytes();
   auto expect_refused = [&](auto&& edit, const char* what) {
     auto bytes = good;
     auto* root = fb::GetMutablePlan(bytes.data());
