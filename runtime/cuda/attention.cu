@@ -287,9 +287,7 @@ int num_sms() {
 int column_parts(int d, bool coop) { return d > 256 && !coop ? 2 : 1; }
 // Whether a prefill launch of the sm90 kernel splits the key ranges of its query blocks over
 // 2-block clusters: at d = 256 with one KV split when both blocks of every query block fit one
-// wave. Measured on the H200 (hd256 W1024, BENCHMARKS.md "Attention"): 512 tokens (64 query
-// blocks) 29.2 → 20.3 µs; but at 2k (256 blocks) 93.8 → 100.9 µs: where the SMs are already busy,
-// the second Q load, the merge and the pairwise co-scheduling cost more than the balance gains.
+// wave (faster for underfilled launches, slower where the SMs are already busy; BENCHMARKS.md).
 bool sm90_split_keys(int d, const AttnBatch& b, int g, int hkv, int splits, cudaStream_t stream) {
   if (d != 256 || splits != 1) return false;
   const int tq = 128 / g;  // tokens per query block (two warpgroups of 64 rows)
@@ -310,22 +308,14 @@ int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window,
   int s;
   if (coop) {
     // Cooperative kernel: at most one wave of resident blocks (3 per SM at d ≤ 256, 1 at d 512:
-    // shared memory), down to one key tile per split. Fitted to split sweeps on the H200:
-    // rounding the wave up instead cost 49% at hd512 B = 16 (s5: 160 blocks on 132 SMs, 83 µs vs
-    // 56 at s4). B = 1 would be ~15% faster with ≥ 2 tiles per split (hd256 2k: 14.0 vs
-    // 16.3 µs), but then a CUDA graph (captured with max_kv_len = 2^30: one wave) and an eager
-    // step would split the same keys differently and round differently; with ≤ 1 tile per
-    // split both give one tile per split whenever the wave exceeds the tiles (bitwise equal).
+    // shared memory), down to one key tile per split (fitted to split sweeps). A CUDA graph
+    // (captured with max_kv_len = 2^30) and an eager step then split the same keys alike
+    // whenever the wave exceeds the tiles (bitwise-equal outputs).
     s = int(long(attn_decode_coop_blocks_per_sm(d)) * nsm / blocks);
     // Where that many splits cannot run as one cluster per row set (all resident at once), the
     // splits merge in the combine kernel; with large partial states (rows · d ≥ 4096: 16 KB per
-    // split and row set) a slightly smaller split count whose clusters do fit is faster, its
-    // merge done in the kernel (attention_decode.cu). Measured on the H200 with PDL: hd512
-    // B = 16 (16 row sets; 15 clusters of 8 resident, 17 of 6): s6 in clusters 11.5–11.7 /
-    // 24.5–25.0 / 69.8–70.4 µs at 512 / 2k / 8k context against s8 through the combine kernel
-    // 12.2 / 24.7–25.2 / 70.4–71.0; hd256 (2 rows) lost: B = 16 s2 in clusters 23.0 / 38.8 /
-    // 38.7 against s3 22.0 / 36.2 / 36.3, B = 5 s8 10.3 / 15.1 / 13.2 against s9 10.3 / 14.4 /
-    // 11.4. Whole device only (the capacities are the device's).
+    // split and row set) a slightly smaller split count whose clusters do fit is faster (measured
+    // at hd512; hd256 lost), its merge done in the kernel (attention_decode.cu). Whole device only.
     const long rowsets = long(b.num_requests) * hkv;
     if (long(d) * std::min(16, b.max_q_len * g) >= 4096 && nsm == num_sms() && s >= 2 &&
         attn_decode_combine_cluster(d, s, rowsets, false, nullptr) == 0) {

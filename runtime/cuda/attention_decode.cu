@@ -1,19 +1,12 @@
-// Cooperative decode attention: the decode kernel for stored K (attention.cuh). On the H200 it
-// takes decode B = 16, hd256 window 1024 at 2k context from 77.8 µs (the flash kernel's one-warp
-// blocks) to 49.9 µs (44% → 68% of copy bandwidth; BENCHMARKS.md).
+// Cooperative decode attention: the decode kernel for stored K (attention.cuh).
 //
-// Why: the flash kernel's decode blocks (attention.cu, NW = 1) are one warp of 16 query rows
-// with 242 registers and 74 KB of shared memory (two 32-key K/V stages + Q), so an SM holds 3
-// warps (hd256; 2 at hd512): ncu at B = 16, hd256, 2k context showed 4.7% theoretical occupancy,
-// 0.34 eligible warps per scheduler and ~3500 instructions per tile and warp, 44% of copy
-// bandwidth. Here the same 16 rows and the same K/V stages are shared by 4 warps: all 128
-// threads issue the tile's cp.async; warp w computes S for keys 8w…8w+7 over all of d, the row
-// maxima are exchanged through shared memory (one barrier), P goes to shared memory as bf16 (one
-// barrier), and warp w accumulates output columns [w·DV/4, (w+1)·DV/4) over all 32 keys. Per-warp
-// work per tile falls to about a quarter, registers to ~100, and an SM holds 12 warps at hd256.
-// Same block → (request, kv head, split, column part) mapping, split-KV workspace layout and
-// softmax arithmetic (fp32, base 2, P rounded to bf16 for the P·V mma) as the flash kernel; the
-// order of the fp32 row sums differs (per warp, then across warps).
+// Why: the flash kernel's decode blocks (one warp of 16 query rows) leave an SM with 2–3 warps
+// and low occupancy. Here the same 16 rows and K/V stages are shared by 4 warps: all threads
+// issue the tile's cp.async; warp w computes S for keys 8w…8w+7 over all of d, the row maxima
+// are exchanged through shared memory (one barrier), P goes to shared memory as bf16 (one
+// barrier), and warp w accumulates output columns [w·DV/4, (w+1)·DV/4) over all 32 keys.
+// Same block mapping, split-KV workspace layout and softmax arithmetic (fp32, base 2, P rounded
+// to bf16) as the flash kernel; the order of the fp32 row sums differs (per warp, then across).
 #include "runtime/cuda/attention.cuh"
 #include "runtime/cuda/attention_impl.cuh"
 #include "runtime/cuda/cluster.cuh"
@@ -318,8 +311,7 @@ __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArg
     // relative to its m) and (m, l) per row in its own shared memory — the K/V stages, free now —
     // and after a cluster barrier block `rank` of S merges float4 units [rank·U/S, (rank+1)·U/S)
     // of the U valid rows' columns from all S blocks, in split order with the combine kernel's
-    // fold (bitwise-equal outputs), and writes bf16. Replaces the workspace round trip (at hd512
-    // B = 16: 4 MB of partials written, then read) and the combine kernel's launch and grid drain.
+    // fold (bitwise-equal outputs), and writes bf16: no workspace round trip, no combine launch.
     float* po = reinterpret_cast<float*>(ks0);  // [16][D]
     float2* pml = reinterpret_cast<float2*>(po + 16 * D);
     const int col = warp * NDW * 8 + 2 * t;
@@ -427,13 +419,9 @@ int resident_clusters(int splits, cudaStream_t stream) {
 
 // The in-kernel split combine's cluster size for `splits` splits of `rowsets` row sets: splits
 // (one cluster per row set) when 2 ≤ splits ≤ 8 (the portable cluster size) and all the clusters
-// are resident at once — the split rule sizes the grid to one wave, and a second wave of clusters
-// doubles the time (H200: 38.4 µs against 25 at hd512 B = 16 2k, 15 clusters of 8 resident for
-// 16 row sets) — or `force` (benchmarks); else 0 (the combine kernel).
-// Whole device only: in the 16-SM green context (the 1g.10gb emulation) an end-to-end A/B
-// measured the decode phase 1.41–1.43 s with the combine kernel against 1.45 s with
-// clusters (the small batches at the end of a run, where clusters fit there), so there the
-// combine kernel stays.
+// are resident at once (a second wave of clusters doubles the time), or `force` (benchmarks);
+// else 0 (the combine kernel). Whole device only: in a 16-SM green context the combine kernel
+// measured faster end to end.
 template <int D>
 int combine_cluster(int splits, long rowsets, bool force, cudaStream_t stream) {
   if (splits < 2 || splits > 8) return 0;

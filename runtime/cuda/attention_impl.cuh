@@ -34,8 +34,7 @@ __device__ __forceinline__ int tile_off(int row, int chunk) {
 }
 
 // The cache as the kernels see it: KvCache without the K=V-once fields (those travel in
-// AttnArgsKfv), so the stored-K kernels' parameter block — and with it ptxas's register
-// allocation (seen: 16 more bytes → 255 registers and spills at d 256/512) — stays as it was.
+// AttnArgsKfv): a larger parameter block made ptxas spill the stored-K kernels at d 256/512.
 struct KvDev {
   const bf16* k;
   const bf16* v;
@@ -108,8 +107,7 @@ __device__ __forceinline__ AttnBlock attn_block(const AttnArgs& a, int rows) {
 
 // A block's query rows: the G q heads of one kv head are consecutive rows, so row ρ is token
 // tok(ρ) (from the block's first) and head hk·G + head(ρ). G is a power of two (attention()
-// checks 16 % G == 0): shifts, not an integer division by a runtime value per row, which made the
-// Q tile load ≈ 270 instructions per 4 chunks at d 256 (ncu of the sm90 prefill kernel).
+// checks 16 % G == 0): shifts, not an integer division by a runtime value per row.
 struct QRows {
   int lg, G;
   __device__ __forceinline__ explicit QRows(int g) {
@@ -143,8 +141,7 @@ __device__ __forceinline__ void attn_load_q(bf16* qs, const AttnArgs& a, const A
 
 // Rows [0, BK) of a K or V tile (W bf16 per row) → swizzled shared memory `dst` by cp.async, NT
 // threads: TPR threads per row, RPP rows per pass, the row's slot and base address once per row
-// (per chunk, the address math and the slot reload were ~30 of ~40 instructions per cp.async:
-// ncu, decode B = 16). sl[row]: the key's cache slot, −1 past the block's last query
+// (not per chunk). sl[row]: the key's cache slot, −1 past the block's last query
 // (zero fill from `dummy`, any valid address); base: the kv head's (and column part's) first
 // element in slot 0; kv_row: elements per slot.
 template <int W, int NT>
