@@ -11,7 +11,7 @@
 #include "runtime/cuda/attention.cuh"
 
 #include "runtime/cuda/attention_impl.cuh"
-#include "runtime/cuda/gemm.cuh"  // gemm_stream_sms
+#include "runtime/cuda/gemm.cuh"  // gemm_stream_sms: the stream's (or, null, the device's) SMs
 #include "runtime/cuda/common.cuh"
 
 #include <algorithm>
@@ -68,8 +68,8 @@ __global__ void __launch_bounds__(NW * 32) attn_kernel(const std::conditional_t<
 
   const AttnBlock blk = attn_block(a, C::kRows);
   if (blk.qt0 >= blk.qlen) return;
-  const int r = blk.r, hk = blk.hk, dvp = blk.dvp, split = blk.split;
-  const int q0 = blk.q0, ctx = blk.ctx, qt0 = blk.qt0, ntq = blk.ntq, kend = blk.kend;
+  const int r = blk.r, hk = blk.hk, dvp = blk.dvp;
+  const int ctx = blk.ctx, qt0 = blk.qt0, ntq = blk.ntq, kend = blk.kend;
   const int t_lo = blk.t_lo, t_hi = blk.t_hi;
   const int G = a.g;
   const int tid = threadIdx.x;
@@ -203,29 +203,10 @@ __global__ void __launch_bounds__(NW * 32) attn_kernel(const std::conditional_t<
   }
   const int dtot = DV * a.dv_parts;
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const bool valid = half ? valid1 : valid0;
-    if (!valid) continue;
-    const int rho = half ? rho1 : rho0;
-    const long tok = q0 + qt0 + rho / G;
-    const int head = hk * G + rho % G;
-    const float l = half ? l1 : l0;
-    if (a.splits == 1) {
-      const float inv = l > 0.f ? 1.f / l : 0.f;
-      bf16* dst = a.out + (tok * a.hq + head) * dtot + dvp * DV + 2 * t;
-#pragma unroll
-      for (int nd = 0; nd < DV / 8; ++nd)
-        *reinterpret_cast<uint32_t*>(dst + nd * 8) =
-            pack_bf162(o[nd][2 * half] * inv, o[nd][2 * half + 1] * inv);
-    } else {
-      const long row = (long(split) * a.total_q + tok) * a.hq + head;
-      float* dst = a.ws_o + row * dtot + dvp * DV + 2 * t;
-#pragma unroll
-      for (int nd = 0; nd < DV / 8; ++nd)
-        *reinterpret_cast<float2*>(dst + nd * 8) = make_float2(o[nd][2 * half], o[nd][2 * half + 1]);
-      if (dvp == 0 && t == 0) a.ws_ml[row] = make_float2(half ? m1 : m0, l);
-    }
-  }
+  for (int half = 0; half < 2; ++half)
+    if (half ? valid1 : valid0)
+      attn_store_row<DV / 8>(a, blk, half ? rho1 : rho0, dtot, dvp * DV + 2 * t, half ? m1 : m0, half ? l1 : l0,
+                             dvp == 0 && t == 0, [&](int nd, int e) { return o[nd][2 * half + e]; });
 }
 
 // One block per (token, head): merges the splits' partial states. Each thread owns 4 columns
@@ -273,15 +254,6 @@ cudaError_t launch_attn(const AttnArgsKfv& a, int max_q_len, int num_requests, c
   return cudaGetLastError();
 }
 
-int num_sms() {
-  static int sms = [] {
-    int dev = 0, v = 132;
-    if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev);
-    return v;
-  }();
-  return sms;
-}
-
 // Blocks per row set that split the output columns: two at d = 512 (256 columns each), except in
 // the cooperative decode kernel, which covers d = 512 in one block (K read once).
 int column_parts(int d, bool coop) { return d > 256 && !coop ? 2 : 1; }
@@ -304,7 +276,8 @@ int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window,
   const long blocks = long(b.num_requests) * hkv * column_parts(d, coop);
   const int keys = window > 0 ? std::min(b.max_kv_len, window + b.max_q_len) : b.max_kv_len;
   const int tiles = std::max(1, (keys + kBK - 1) / kBK);
-  const int nsm = sms > 0 ? sms : num_sms();
+  const int device_sms = gemm_stream_sms(nullptr);
+  const int nsm = sms > 0 ? sms : device_sms;
   int s;
   if (coop) {
     // Cooperative kernel: at most one wave of resident blocks (3 per SM at d ≤ 256, 1 at d 512:
@@ -317,7 +290,7 @@ int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window,
     // split and row set) a slightly smaller split count whose clusters do fit is faster (measured
     // at hd512; hd256 lost), its merge done in the kernel (attention_decode.cu). Whole device only.
     const long rowsets = long(b.num_requests) * hkv;
-    if (long(d) * std::min(16, b.max_q_len * g) >= 4096 && nsm == num_sms() && s >= 2 &&
+    if (long(d) * std::min(16, b.max_q_len * g) >= 4096 && nsm == device_sms && s >= 2 &&
         attn_decode_combine_cluster(d, s, rowsets, false, nullptr) == 0) {
       for (int sc = std::min(s - 1, 8); sc >= 2 && 4 * sc >= 3 * s; --sc)
         if (attn_decode_combine_cluster(d, sc, rowsets, false, nullptr) == sc) {

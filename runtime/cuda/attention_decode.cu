@@ -115,7 +115,7 @@ __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArg
     pdl_wait();
     return;
   }
-  const int r = blk.r, hk = blk.hk, dvp = blk.dvp, split = blk.split;
+  const int r = blk.r, hk = blk.hk, dvp = blk.dvp;
   const int q0 = blk.q0, ctx = blk.ctx, qt0 = blk.qt0, ntq = blk.ntq, kend = blk.kend;
   const int t_lo = blk.t_lo, t_hi = blk.t_hi;
   const int G = a.g;
@@ -358,27 +358,10 @@ __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArg
   const int dtot = DV * a.dv_parts;
   const int col = dvp * DV + warp * NDW * 8 + 2 * t;
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    if (!(half ? valid1 : valid0)) continue;
-    const int rho = half ? g + 8 : g;
-    const long tok = q0 + qt0 + rho / G;
-    const int head = hk * G + rho % G;
-    const float l = half ? l1 : l0;
-    if (a.splits == 1) {
-      const float inv = l > 0.f ? 1.f / l : 0.f;
-      bf16* dst = a.out + (tok * a.hq + head) * dtot + col;
-#pragma unroll
-      for (int nd = 0; nd < NDW; ++nd)
-        *reinterpret_cast<uint32_t*>(dst + nd * 8) = pack_bf162(o[nd][2 * half] * inv, o[nd][2 * half + 1] * inv);
-    } else {
-      const long row = (long(split) * a.total_q + tok) * a.hq + head;
-      float* dst = a.ws_o + row * dtot + col;
-#pragma unroll
-      for (int nd = 0; nd < NDW; ++nd)
-        *reinterpret_cast<float2*>(dst + nd * 8) = make_float2(o[nd][2 * half], o[nd][2 * half + 1]);
-      if (dvp == 0 && warp == 0 && t == 0) a.ws_ml[row] = make_float2(half ? m1 : m0, l);
-    }
-  }
+  for (int half = 0; half < 2; ++half)
+    if (half ? valid1 : valid0)
+      attn_store_row<NDW>(a, blk, half ? g + 8 : g, dtot, col, half ? m1 : m0, half ? l1 : l0,
+                          dvp == 0 && warp == 0 && t == 0, [&](int nd, int e) { return o[nd][2 * half + e]; });
 }
 
 // The instantiation for D (and CL) with its shared-memory attribute set (once; one device assumed).

@@ -183,6 +183,29 @@ __device__ __forceinline__ void attn_load_kv(bf16* ks, bf16* vs, const AttnArgs&
   attn_load_rows<DV, NT>(vs, a.kv.v + long(hk) * D + dvp * DV, sl, kv_row, a.q, tid);
 }
 
+// Writes query row ρ of block b from the lane's N column pairs o(nd, 0..1) at columns col + 8·nd
+// of rows dtot wide: normalized bf16 into out (one split), else the fp32 partial into the
+// workspace and, where `ml` (one lane per row), the row's (m, l).
+template <int N, class O>
+__device__ __forceinline__ void attn_store_row(const AttnArgs& a, const AttnBlock& b, int rho, int dtot, int col,
+                                               float m, float l, bool ml, O o) {
+  const long tok = b.q0 + b.qt0 + rho / a.g;
+  const int head = b.hk * a.g + rho % a.g;
+  if (a.splits == 1) {
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    bf16* dst = a.out + (tok * a.hq + head) * dtot + col;
+#pragma unroll
+    for (int nd = 0; nd < N; ++nd)
+      *reinterpret_cast<uint32_t*>(dst + nd * 8) = pack_bf162(o(nd, 0) * inv, o(nd, 1) * inv);
+  } else {
+    const long row = (long(b.split) * a.total_q + tok) * a.hq + head;
+    float* dst = a.ws_o + row * dtot + col;
+#pragma unroll
+    for (int nd = 0; nd < N; ++nd) *reinterpret_cast<float2*>(dst + nd * 8) = make_float2(o(nd, 0), o(nd, 1));
+    if (ml) a.ws_ml[row] = make_float2(m, l);
+  }
+}
+
 // One split's partial state (m, l) = ml and its four output columns v (unnormalized, relative
 // to m, base 2) folded into a running (m, L, acc): the split combine's arithmetic, shared by the
 // combine kernel (attention.cu) and the decode kernel's in-cluster combine (attention_decode.cu)

@@ -98,7 +98,7 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
   const AttnBlock blk =
       attn_block<BK>(a, kRows, int(gridDim.y - 1 - blockIdx.y), int(blockIdx.x), int(blockIdx.z) / (CL ? 2 : 1));
   if (blk.qt0 >= blk.qlen) return;
-  const int r = blk.r, hk = blk.hk, dvp = blk.dvp, split = blk.split;
+  const int r = blk.r, hk = blk.hk, dvp = blk.dvp;
   const int q0 = blk.q0, ctx = blk.ctx, qt0 = blk.qt0, ntq = blk.ntq, kend = blk.kend;
   const bool csplit = CL && blk.t_hi - blk.t_lo >= kClMin;  // both blocks of the cluster agree
   if (CL && !csplit && crank == 1) return;
@@ -258,29 +258,10 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
     return;
   }
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const bool valid = half ? valid1 : valid0;
-    if (!valid || !writes) continue;
-    const int rho = half ? rho1 : rho0;
-    const long tok = q0 + qt0 + rho / G;
-    const int head = hk * G + rho % G;
-    const float l = half ? l1 : l0;
-    if (a.splits == 1) {
-      const float inv = l > 0.f ? 1.f / l : 0.f;
-      bf16* dst = a.out + (tok * a.hq + head) * dtot + dvp * DV + 2 * t;
-#pragma unroll
-      for (int nd = 0; nd < DV / 8; ++nd)
-        *reinterpret_cast<uint32_t*>(dst + nd * 8) =
-            pack_bf162(o[4 * nd + 2 * half] * inv, o[4 * nd + 2 * half + 1] * inv);
-    } else {
-      const long row = (long(split) * a.total_q + tok) * a.hq + head;
-      float* dst = a.ws_o + row * dtot + dvp * DV + 2 * t;
-#pragma unroll
-      for (int nd = 0; nd < DV / 8; ++nd)
-        *reinterpret_cast<float2*>(dst + nd * 8) = make_float2(o[4 * nd + 2 * half], o[4 * nd + 2 * half + 1]);
-      if (dvp == 0 && t == 0) a.ws_ml[row] = make_float2(half ? m1 : m0, l);
-    }
-  }
+  for (int half = 0; half < 2; ++half)
+    if ((half ? valid1 : valid0) && writes)
+      attn_store_row<DV / 8>(a, blk, half ? rho1 : rho0, dtot, dvp * DV + 2 * t, half ? m1 : m0, half ? l1 : l0,
+                             dvp == 0 && t == 0, [&](int nd, int e) { return o[4 * nd + 2 * half + e]; });
   if constexpr (CL) {
     if (csplit) cluster_wait();  // the other block has read this one's partials
   }

@@ -225,9 +225,10 @@ int stream_sms(cudaStream_t stream) {
 // Tile (tokens) and k splits of the register-A kernel: the (bt, ks) of least modelled time =
 // waves × k steps per block × step cost + split cost, where a block's 64-wide k step costs 1
 // (bt 128) or 1.4 (bt 256) and a split-K tile 5 / 9 steps more (the partial sums through
-// distributed shared memory; costs fitted to measurements, BENCHMARKS.md "Prefill GEMM"). Waves count tiles per block (persistent grid, ks = 1) or clusters per resident-cluster
-// slot; a split needs ≥ 8 k steps per block and must beat the best unsplit plan by 10%. 256-token
-// tiles only when m > 128.
+// distributed shared memory; costs fitted to measurements, BENCHMARKS.md "Prefill GEMM"). Waves
+// count tiles per block (persistent grid, ks = 1) or clusters per resident-cluster slot; a split
+// needs ≥ 8 k steps per block and must beat the best unsplit plan by 10%. 256-token tiles only
+// when m > 128.
 struct RsPlan {
   int bt, ks;
 };

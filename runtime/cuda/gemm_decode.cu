@@ -1,10 +1,6 @@
 // W4A16 decode GEMM, m ≤ 16: the variant table, split plan and launch of the streaming kernels
-// (gemm_decode_lean.cu; API and design in gemm_decode.cuh; weight layout in gemm.cuh).
-//
-// Numerics: the mma A fragment is the exact
-// bf16 value 128 + code, the mma accumulates T = Σ(128+c)·x per group in fp32, and at the group
-// end acc += s·(T − (128+z)·Σx) with the fp32 scale and the per-(token, group) Σx of the bf16
-// activations: exact (c − z), fp32 scale, fp32 accumulation.
+// (gemm_decode_lean.cu, which states the numerics; API and design in gemm_decode.cuh; weight
+// layout in gemm.cuh).
 #include "runtime/cuda/gemm_decode.cuh"
 
 #include "runtime/cuda/common.cuh"

@@ -23,10 +23,10 @@
 //    the epilogue and zeroes them. The default (DecodeTuning::whole_tiles = -1) takes these
 //    kernels on more than 32 SMs when a split's blocks get ≤ 4 tiles (faster there,
 //    BENCHMARKS.md), the arrival-order ones elsewhere.
-// Numerics: A = exact bf16 (128 + code),
-// two mma chains (even / odd k16 steps) per group, T = chain0 + chain1, acc += s·(T − (128+z)·Σx).
-// The sums of a tile split between warps are added in a different order (fp32, within a bound
-// that the tests state): in arrival order, or (DET) in the same order in every run.
+// Numerics: A = exact bf16 (128 + code), two mma chains (even / odd k16 steps) per group, T =
+// chain0 + chain1, acc += s·(T − (128+z)·Σx) with the fp32 scale and the per-(token, group) Σx:
+// exact (c − z). The sums of a tile split between warps are added in arrival order, or (DET) in
+// the same order in every run (fp32, within the bound the tests state).
 #include "runtime/cuda/common.cuh"
 #include "runtime/cuda/gemm_decode_common.cuh"
 #include "runtime/cuda/gemm_epilogue.cuh"
