@@ -54,26 +54,21 @@ __device__ __forceinline__ void sm90_offsets(long* off, const AttnArgs& a, int r
   if (tid < BK) off[tid] = kv_slot(a.kv, r, min(tile * BK + tid, kend - 1)) * (long(a.hkv) * D);
 }
 
-// K tile (D wide) and/or V tile (DV wide) rows [0, BK) → shared memory (canonical layout): DV/8
-// threads per row (one V chunk and D/DV K chunks each), NT/(DV/8) rows per pass; one offset
-// read per row for both tiles, addresses with compile-time strides.
-template <int D, int DV, int BK, int NT, bool LK = true, bool LV = true>
-__device__ __forceinline__ void sm90_load_kv(uint32_t ks, uint32_t vs, const bf16* kbase, const bf16* vbase,
-                                             const long* off, int tid) {
-  constexpr int TPR = DV / 8, RPP = NT / TPR, KU = D / DV;
+// K tile (D wide, K) or V tile (DV wide) rows [0, BK) → shared memory at `dst` (canonical
+// layout): DV/8 threads per row (D/DV K chunks or one V chunk each), NT/(DV/8) rows per pass; one
+// offset read per row, addresses with compile-time strides.
+template <int D, int DV, int BK, int NT, bool K>
+__device__ __forceinline__ void sm90_load_tile(uint32_t dst, const bf16* base, const long* off, int tid) {
+  constexpr int TPR = DV / 8, RPP = NT / TPR, U = K ? D / DV : 1;
   static_assert(NT % TPR == 0 && BK % RPP == 0 && RPP <= 8 && 8 % RPP == 0, "rows per pass");
   const int rsub = tid / TPR, c = tid % TPR;
-  kbase += c * 8;
-  vbase += c * 8;
+  base += c * 8;
 #pragma unroll
   for (int kr0 = 0; kr0 < BK; kr0 += RPP) {
     const int kr = kr0 + rsub;
     const long o = off[kr];
-    if constexpr (LK) {
 #pragma unroll
-      for (int u = 0; u < KU; ++u) cp_async16_s(ks + 2 * cbs<BK>(kr, c + u * TPR), kbase + o + u * DV);
-    }
-    if constexpr (LV) cp_async16_s(vs + 2 * cbs<BK>(kr, c), vbase + o);
+    for (int u = 0; u < U; ++u) cp_async16_s(dst + 2 * cbs<BK>(kr, c + u * TPR), base + o + u * DV);
   }
 }
 
@@ -113,12 +108,8 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
   // Tile index i is relative (tile t_lo + i); its offsets live in soff[i % 3].
   auto offs = [&](int i) { return soff[i % 3]; };
   auto calc_offsets = [&](int i) { sm90_offsets<D, BK>(offs(i), a, r, t_lo + i, kend, tid); };
-  auto load_k = [&](int i) {
-    sm90_load_kv<D, DV, BK, kThreads, true, false>(kaddr0 + (i & 1) * C::kK, 0, kbase, vbase, offs(i), tid);
-  };
-  auto load_v = [&](int i) {
-    sm90_load_kv<D, DV, BK, kThreads, false, true>(0, vaddr0 + (i & 1) * C::kV, kbase, vbase, offs(i), tid);
-  };
+  auto load_k = [&](int i) { sm90_load_tile<D, DV, BK, kThreads, true>(kaddr0 + (i & 1) * C::kK, kbase, offs(i), tid); };
+  auto load_v = [&](int i) { sm90_load_tile<D, DV, BK, kThreads, false>(vaddr0 + (i & 1) * C::kV, vbase, offs(i), tid); };
 
   const int warp = tid >> 5, lane = tid & 31, wg = warp >> 2;
   const int g = lane >> 2, t = lane & 3;

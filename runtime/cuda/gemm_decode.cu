@@ -17,24 +17,14 @@ namespace {
 // ------------------------------------------------------------------ variants and plan
 struct Variant {
   DecodeVariantInfo info;
-  const void* k[2][2][2];   // [m > 8][group / 64 − 1][asym]
-  const void* kd[2][2][2];  // the same, deterministic mode
+  LeanKernels k;  // [m > 8][group / 64 − 1][asym], arrival order (k) and deterministic (kd)
 };
-
-Variant lean_variant(int i, int warps, int bps, int chunks, int xcap_kb, const char* name) {
-  Variant v{DecodeVariantInfo{warps, bps, chunks, xcap_kb, name}, {}};
-  const LeanKernels k = lean_kernels(i);
-  for (int a = 0; a < 2; ++a)
-    for (int b = 0; b < 2; ++b)
-      for (int c = 0; c < 2; ++c) v.k[a][b][c] = k.k[a][b][c], v.kd[a][b][c] = k.kd[a][b][c];
-  return v;
-}
 
 // The variants w4a16_decode_choice picks (kDecodeLean16, kDecodeLean12).
 const Variant& variant(int v) {
   static const Variant kV[] = {
-      lean_variant(0, 16, 1, 8, 96, "LEAN: 16 warps, 1 blk/SM, 8 chunks in flight, x<=96K"),
-      lean_variant(1, 12, 1, 8, 96, "LEAN: 12 warps, 1 blk/SM, 8 chunks in flight, x<=96K"),
+      {{16, 1, 8, 96, "LEAN: 16 warps, 1 blk/SM, 8 chunks in flight, x<=96K"}, lean_kernels(0)},
+      {{12, 1, 8, 96, "LEAN: 12 warps, 1 blk/SM, 8 chunks in flight, x<=96K"}, lean_kernels(1)},
   };
   return kV[v];
 }
@@ -73,7 +63,8 @@ Plan plan_for(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms, 
     a.xrow = a.gps * w.group * 2 + 16;
     const int xb = (a.mrows + 1) * (a.xrow + a.gps * 4);
     a.S = (a.ngroups + a.gps - 1) / a.gps;
-    a.br = std::max(1, blocks / a.S);
+    // The kernel splits a split's units with 32-bit products: units · blocks per split < 2^31.
+    a.br = int(std::max(1L, std::min<long>(blocks / a.S, ((1L << 31) - 1) / (long(a.ntiles) * a.gps))));
     if ((xb <= xcap && smem_for(vi, a, det) <= smem_max) || a.gps == 1) break;
   }
   if (!det) {  // block-local tile sums if they fit beside the slice
@@ -151,7 +142,7 @@ cudaError_t w4a16_decode(const bf16* x, int m, int ldx, const Int4Weight& w, Epi
   if (w.group != 64 && w.group != 128) return cudaErrorInvalidValue;
   const int mi = m <= 8 ? 0 : 1, gi = w.group / 64 - 1;
   const int ai = w.zeros != nullptr;
-  const void* kern = det ? v.kd[mi][gi][ai] : v.k[mi][gi][ai];
+  const void* kern = det ? v.k.kd[mi][gi][ai] : v.k.k[mi][gi][ai];
   // Dynamic shared memory limit: raised once per kernel to the maximum (process-wide).
   static bool raised[kNumVariants][2][2][2][2] = {};
   bool& r = raised[vi][mi][gi][ai][det];
@@ -166,8 +157,6 @@ cudaError_t w4a16_decode(const bf16* x, int m, int ldx, const Int4Weight& w, Epi
   float* ws = reinterpret_cast<float*>(static_cast<unsigned char*>(workspace) + counters_bytes(w));
   DecArgs a = p.a;
   if (tuning.no_block_sums && !det) a.tsm = 0;
-  // The kernel splits a split's units with 32-bit products unless `wide` (units · blocks ≥ 2^31).
-  a.wide = long(a.ntiles) * a.gps * std::max(a.br, 1) >= (long(1) << 31);
   Int4Weight wv = w;
   void* args[] = {static_cast<void*>(&x), static_cast<void*>(&ldx), static_cast<void*>(&wv),
                   static_cast<void*>(&e), static_cast<void*>(&a), static_cast<void*>(&ws),

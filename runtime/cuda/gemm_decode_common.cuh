@@ -45,7 +45,6 @@ struct DecArgs {
   int tsm;    // 1 = tiles inside a block are summed in shared memory, 0 = all tiles
               // through the workspace (their shared memory would not fit). Unused in the
               // deterministic mode.
-  int wide;   // 1: units · blocks per split ≥ 2^31 (64-bit range split)
 };
 
 // Activation slice k ∈ [k0, k0+klen) of rows < mrows → smem, in the lane order of the mma B

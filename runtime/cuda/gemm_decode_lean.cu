@@ -335,17 +335,13 @@ __global__ void __launch_bounds__(NW * 32, BPS)
   const int g = lane >> 2, t = lane & 3;
   const SplitPos sp = decode_split_pos(a);
   const int gs = sp.gs;
-  // 32-bit unsigned arithmetic unless a.wide (U·br ≥ 2^31): 64-bit divisions cost ~100
+  // 32-bit unsigned arithmetic (the plan keeps U·br < 2^31): 64-bit divisions cost ~100
   // instructions each here.
   const unsigned U = unsigned(a.ntiles) * unsigned(gs), br = unsigned(a.br);
   // DET: block ranges on tile boundaries (whole tiles per block, ⌊ntiles·rb/br⌋ …), so no tile
   // is shared by blocks of a split (only by k splits); else ⌊U·rb/br⌋ … (stream-K).
-  auto bound = [&](unsigned rb) {
-    const unsigned n = DET ? unsigned(a.ntiles) : U;
-    const int u = a.wide ? int((unsigned long long)n * rb / br) : int(n * rb / br);
-    return DET ? u * gs : u;
-  };
-  const int ub0 = bound(unsigned(sp.rb)), ub1 = bound(unsigned(sp.rb + 1));
+  const int ub0 = DET ? int(unsigned(a.ntiles) * unsigned(sp.rb) / br) * gs : int(U * unsigned(sp.rb) / br);
+  const int ub1 = DET ? int(unsigned(a.ntiles) * unsigned(sp.rb + 1) / br) * gs : int(U * unsigned(sp.rb + 1) / br);
   const unsigned nb = unsigned(ub1 - ub0);
   const int wa = ub0 + int(nb * unsigned(warp) / NW), wb = ub0 + int(nb * unsigned(warp + 1) / NW);
   const int tf0 = (ub0 + gs - 1) / gs, tf1 = !DET && a.tsm ? ub1 / gs : tf0;  // arrival order: tiles summed in the block

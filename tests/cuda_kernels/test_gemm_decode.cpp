@@ -189,9 +189,8 @@ TEST(GpuW4Decode, GateUp) {
   run_case({8, 264, 3840, 128, false, true, Epilogue::GeluMul});
 }
 
-// Units · blocks per split ≥ 2^31: the kernel splits the units with 64-bit products there
-// (DecArgs::wide). 2^16 tiles of one group on a grid sized for 2^17 SMs: 2^33, past even
-// unsigned 32-bit products.
+// Units · blocks per split would pass 2^31 (the kernel's 32-bit range split): the plan takes
+// fewer blocks per split there. 2^16 tiles of one group on a grid sized for 2^17 SMs: 2^33.
 TEST(GpuW4Decode, WideRangeSplit) {
   G4C_REQUIRE_GPU();
   const Case c{1, 1 << 20, 128, 128, false, true, Epilogue::Store};
