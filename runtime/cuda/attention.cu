@@ -291,9 +291,9 @@ int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window,
     // at hd512; hd256 lost), its merge done in the kernel (attention_decode.cu). Whole device only.
     const long rowsets = long(b.num_requests) * hkv;
     if (long(d) * std::min(16, b.max_q_len * g) >= 4096 && nsm == device_sms && s >= 2 &&
-        attn_decode_combine_cluster(d, s, rowsets, false, nullptr) == 0) {
+        attn_decode_combine_cluster(d, s, rowsets, nullptr) == 0) {
       for (int sc = std::min(s - 1, 8); sc >= 2 && 4 * sc >= 3 * s; --sc)
-        if (attn_decode_combine_cluster(d, sc, rowsets, false, nullptr) == sc) {
+        if (attn_decode_combine_cluster(d, sc, rowsets, nullptr) == sc) {
           s = sc;
           break;
         }
@@ -307,7 +307,7 @@ int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window,
 
 int attention_combine_cluster_size(const AttnBatch& b, int hq, int hkv, int d, int splits, cudaStream_t stream) {
   if (hkv <= 0 || hq % hkv != 0 || b.max_q_len * (hq / hkv) > 16) return 0;
-  return attn_decode_combine_cluster(d, splits, long(b.num_requests) * hkv, false, stream);
+  return attn_decode_combine_cluster(d, splits, long(b.num_requests) * hkv, stream);
 }
 
 int attention_cluster_capacity(int d, int splits, cudaStream_t stream) {

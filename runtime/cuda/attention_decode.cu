@@ -400,19 +400,6 @@ int resident_clusters(int splits, cudaStream_t stream) {
   return cached[splits];
 }
 
-// The in-kernel split combine's cluster size for `splits` splits of `rowsets` row sets: splits
-// (one cluster per row set) when 2 ≤ splits ≤ 8 (the portable cluster size) and all the clusters
-// are resident at once (a second wave of clusters doubles the time), or `force` (benchmarks);
-// else 0 (the combine kernel). Whole device only: in a 16-SM green context the combine kernel
-// measured faster end to end.
-template <int D>
-int combine_cluster(int splits, long rowsets, bool force, cudaStream_t stream) {
-  if (splits < 2 || splits > 8) return 0;
-  if (force) return splits;
-  if (gemm_stream_sms(stream) != gemm_stream_sms(nullptr)) return 0;  // a green context
-  return resident_clusters<D>(splits, stream) >= rowsets ? splits : 0;
-}
-
 template <int D>
 cudaError_t launch(const AttnArgs& a, int num_requests, bool pdl, int combine_c, cudaStream_t stream) {
   using S = CoopShape<D>;
@@ -420,18 +407,11 @@ cudaError_t launch(const AttnArgs& a, int num_requests, bool pdl, int combine_c,
   const dim3 grid(1, num_requests * a.hkv, a.dv_parts * a.splits);  // decode: ≤ 16/G queries per request
   cudaError_t err;
   cudaLaunchAttribute at[2];
-  unsigned n = 0;
-  if (pdl) {
-    at[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[n++].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = pdl_launch_config(grid, dim3(S::NW * 32), S::Cfg::kSmem, stream, pdl, at);
+  if (combine_c > 1) {  // after the PDL attribute, if any
+    at[cfg.numAttrs].id = cudaLaunchAttributeClusterDimension;
+    at[cfg.numAttrs++].val.clusterDim = {1, 1, unsigned(combine_c)};
   }
-  if (combine_c > 1) {
-    at[n].id = cudaLaunchAttributeClusterDimension;
-    at[n].val.clusterDim.x = 1;
-    at[n].val.clusterDim.y = 1;
-    at[n++].val.clusterDim.z = unsigned(combine_c);
-  }
-  const cudaLaunchConfig_t cfg = launch_config(grid, dim3(S::NW * 32), S::Cfg::kSmem, stream, at, n);
   if (combine_c > 0) {
     if (combine_c != a.splits) return cudaErrorInvalidValue;
     auto kern = kernel_for<D, true>(&err);
@@ -469,14 +449,13 @@ cudaError_t launch_attn_decode_coop(const AttnArgs& a, int d, int num_requests, 
   }
 }
 
-int attn_decode_combine_cluster(int d, int splits, long rowsets, bool force, cudaStream_t stream) {
-  switch (d) {
-    case 64: return combine_cluster<64>(splits, rowsets, force, stream);
-    case 128: return combine_cluster<128>(splits, rowsets, force, stream);
-    case 256: return combine_cluster<256>(splits, rowsets, force, stream);
-    case 512: return combine_cluster<512>(splits, rowsets, force, stream);
-    default: return 0;
-  }
+// Splits (one cluster per row set) when 2 ≤ splits ≤ 8 (the portable cluster size) and all the
+// clusters are resident at once (a second wave of clusters doubles the time), else 0. Whole
+// device only: in a 16-SM green context the combine kernel measured faster end to end.
+int attn_decode_combine_cluster(int d, int splits, long rowsets, cudaStream_t stream) {
+  if (splits < 2 || splits > 8) return 0;
+  if (gemm_stream_sms(stream) != gemm_stream_sms(nullptr)) return 0;  // a green context
+  return attn_decode_cluster_capacity(d, splits, stream) >= rowsets ? splits : 0;
 }
 
 int attn_decode_cluster_capacity(int d, int splits, cudaStream_t stream) {

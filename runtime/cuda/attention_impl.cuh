@@ -241,8 +241,8 @@ __device__ __forceinline__ uint2 combine_out(float L, float4 acc) {
 cudaError_t launch_attn_decode_coop(const detail::AttnArgs& a, int d, int num_requests, bool pdl, int combine_c,
                                     cudaStream_t stream);
 // The in-kernel combine's cluster size for `splits` splits over `rowsets` row sets (requests ×
-// kv heads) on `stream`: splits, or 0 = the combine kernel; `force`: splits whenever 2 … 8.
-int attn_decode_combine_cluster(int d, int splits, long rowsets, bool force, cudaStream_t stream);
+// kv heads) on `stream`: splits, or 0 = the combine kernel.
+int attn_decode_combine_cluster(int d, int splits, long rowsets, cudaStream_t stream);
 // Clusters of `splits` blocks resident at once (0: cannot launch).
 int attn_decode_cluster_capacity(int d, int splits, cudaStream_t stream);
 // Its blocks resident per SM at head dim d (occupancy API; shared memory bounds it), ≥ 1.

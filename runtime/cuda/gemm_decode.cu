@@ -161,11 +161,9 @@ cudaError_t w4a16_decode(const bf16* x, int m, int ldx, const Int4Weight& w, Epi
   void* args[] = {static_cast<void*>(&x), static_cast<void*>(&ldx), static_cast<void*>(&wv),
                   static_cast<void*>(&e), static_cast<void*>(&a), static_cast<void*>(&ws),
                   static_cast<void*>(&counters)};
-  if (!tuning.pdl)
-    return cudaLaunchKernel(kern, dim3(p.blocks), dim3(v.info.warps * 32), args, size_t(p.smem), stream);
   cudaLaunchAttribute at;
   const cudaLaunchConfig_t cfg =
-      pdl_launch_config(dim3(p.blocks), dim3(v.info.warps * 32), size_t(p.smem), stream, true, &at);
+      pdl_launch_config(dim3(p.blocks), dim3(v.info.warps * 32), size_t(p.smem), stream, tuning.pdl, &at);
   return cudaLaunchKernelExC(&cfg, kern, args);
 }
 
