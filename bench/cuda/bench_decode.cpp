@@ -58,8 +58,8 @@ int main(int argc, char** argv) {
     CK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
   const int sms = gemm_stream_sms(g_stream);
   const char* only_shape = std::getenv("G4C_BENCH_SHAPE");
-  // G4C_BENCH_PDL=1: variants launched by programmatic dependent launch (register-direct
-  // families; each launch of the graph may then start while the one before it finishes).
+  // G4C_BENCH_PDL=1: variants launched by programmatic dependent launch (each launch of the
+  // graph may then start while the one before it finishes).
   const bool pdl = std::getenv("G4C_BENCH_PDL") && std::string(std::getenv("G4C_BENCH_PDL")) == "1";
   KernelOptions ko;  // the dflt column (w4a16_gemm) in the same mode
   ko.pdl = pdl;

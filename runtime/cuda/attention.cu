@@ -11,7 +11,7 @@
 #include "runtime/cuda/attention.cuh"
 
 #include "runtime/cuda/attention_impl.cuh"
-#include "runtime/cuda/gemm.cuh"  // gemm_stream_sms
+#include "runtime/cuda/gemm.cuh"  // gemm_stream_sms: the stream's (or, null, the device's) SMs
 #include "runtime/cuda/common.cuh"
 
 #include <algorithm>
@@ -68,8 +68,8 @@ __global__ void __launch_bounds__(NW * 32) attn_kernel(const std::conditional_t<
 
   const AttnBlock blk = attn_block(a, C::kRows);
   if (blk.qt0 >= blk.qlen) return;
-  const int r = blk.r, hk = blk.hk, dvp = blk.dvp, split = blk.split;
-  const int q0 = blk.q0, ctx = blk.ctx, qt0 = blk.qt0, ntq = blk.ntq, kend = blk.kend;
+  const int r = blk.r, hk = blk.hk, dvp = blk.dvp;
+  const int ctx = blk.ctx, qt0 = blk.qt0, ntq = blk.ntq, kend = blk.kend;
   const int t_lo = blk.t_lo, t_hi = blk.t_hi;
   const int G = a.g;
   const int tid = threadIdx.x;
@@ -203,29 +203,10 @@ __global__ void __launch_bounds__(NW * 32) attn_kernel(const std::conditional_t<
   }
   const int dtot = DV * a.dv_parts;
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const bool valid = half ? valid1 : valid0;
-    if (!valid) continue;
-    const int rho = half ? rho1 : rho0;
-    const long tok = q0 + qt0 + rho / G;
-    const int head = hk * G + rho % G;
-    const float l = half ? l1 : l0;
-    if (a.splits == 1) {
-      const float inv = l > 0.f ? 1.f / l : 0.f;
-      bf16* dst = a.out + (tok * a.hq + head) * dtot + dvp * DV + 2 * t;
-#pragma unroll
-      for (int nd = 0; nd < DV / 8; ++nd)
-        *reinterpret_cast<uint32_t*>(dst + nd * 8) =
-            pack_bf162(o[nd][2 * half] * inv, o[nd][2 * half + 1] * inv);
-    } else {
-      const long row = (long(split) * a.total_q + tok) * a.hq + head;
-      float* dst = a.ws_o + row * dtot + dvp * DV + 2 * t;
-#pragma unroll
-      for (int nd = 0; nd < DV / 8; ++nd)
-        *reinterpret_cast<float2*>(dst + nd * 8) = make_float2(o[nd][2 * half], o[nd][2 * half + 1]);
-      if (dvp == 0 && t == 0) a.ws_ml[row] = make_float2(half ? m1 : m0, l);
-    }
-  }
+  for (int half = 0; half < 2; ++half)
+    if (half ? valid1 : valid0)
+      attn_store_row<DV / 8>(a, blk, half ? rho1 : rho0, dtot, dvp * DV + 2 * t, half ? m1 : m0, half ? l1 : l0,
+                             dvp == 0 && t == 0, [&](int nd, int e) { return o[nd][2 * half + e]; });
 }
 
 // One block per (token, head): merges the splits' partial states. Each thread owns 4 columns
@@ -273,23 +254,12 @@ cudaError_t launch_attn(const AttnArgsKfv& a, int max_q_len, int num_requests, c
   return cudaGetLastError();
 }
 
-int num_sms() {
-  static int sms = [] {
-    int dev = 0, v = 132;
-    if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev);
-    return v;
-  }();
-  return sms;
-}
-
 // Blocks per row set that split the output columns: two at d = 512 (256 columns each), except in
 // the cooperative decode kernel, which covers d = 512 in one block (K read once).
 int column_parts(int d, bool coop) { return d > 256 && !coop ? 2 : 1; }
 // Whether a prefill launch of the sm90 kernel splits the key ranges of its query blocks over
 // 2-block clusters: at d = 256 with one KV split when both blocks of every query block fit one
-// wave. Measured on the H200 (hd256 W1024, BENCHMARKS.md "Attention"): 512 tokens (64 query
-// blocks) 29.2 → 20.3 µs; but at 2k (256 blocks) 93.8 → 100.9 µs: where the SMs are already busy,
-// the second Q load, the merge and the pairwise co-scheduling cost more than the balance gains.
+// wave (faster for underfilled launches, slower where the SMs are already busy; BENCHMARKS.md).
 bool sm90_split_keys(int d, const AttnBatch& b, int g, int hkv, int splits, cudaStream_t stream) {
   if (d != 256 || splits != 1) return false;
   const int tq = 128 / g;  // tokens per query block (two warpgroups of 64 rows)
@@ -306,31 +276,24 @@ int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window,
   const long blocks = long(b.num_requests) * hkv * column_parts(d, coop);
   const int keys = window > 0 ? std::min(b.max_kv_len, window + b.max_q_len) : b.max_kv_len;
   const int tiles = std::max(1, (keys + kBK - 1) / kBK);
-  const int nsm = sms > 0 ? sms : num_sms();
+  const int device_sms = gemm_stream_sms(nullptr);
+  const int nsm = sms > 0 ? sms : device_sms;
   int s;
   if (coop) {
     // Cooperative kernel: at most one wave of resident blocks (3 per SM at d ≤ 256, 1 at d 512:
-    // shared memory), down to one key tile per split. Fitted to split sweeps on the H200:
-    // rounding the wave up instead cost 49% at hd512 B = 16 (s5: 160 blocks on 132 SMs, 83 µs vs
-    // 56 at s4). B = 1 would be ~15% faster with ≥ 2 tiles per split (hd256 2k: 14.0 vs
-    // 16.3 µs), but then a CUDA graph (captured with max_kv_len = 2^30: one wave) and an eager
-    // step would split the same keys differently and round differently; with ≤ 1 tile per
-    // split both give one tile per split whenever the wave exceeds the tiles (bitwise equal).
+    // shared memory), down to one key tile per split (fitted to split sweeps). A CUDA graph
+    // (captured with max_kv_len = 2^30) and an eager step then split the same keys alike
+    // whenever the wave exceeds the tiles (bitwise-equal outputs).
     s = int(long(attn_decode_coop_blocks_per_sm(d)) * nsm / blocks);
     // Where that many splits cannot run as one cluster per row set (all resident at once), the
     // splits merge in the combine kernel; with large partial states (rows · d ≥ 4096: 16 KB per
-    // split and row set) a slightly smaller split count whose clusters do fit is faster, its
-    // merge done in the kernel (attention_decode.cu). Measured on the H200 with PDL: hd512
-    // B = 16 (16 row sets; 15 clusters of 8 resident, 17 of 6): s6 in clusters 11.5–11.7 /
-    // 24.5–25.0 / 69.8–70.4 µs at 512 / 2k / 8k context against s8 through the combine kernel
-    // 12.2 / 24.7–25.2 / 70.4–71.0; hd256 (2 rows) lost: B = 16 s2 in clusters 23.0 / 38.8 /
-    // 38.7 against s3 22.0 / 36.2 / 36.3, B = 5 s8 10.3 / 15.1 / 13.2 against s9 10.3 / 14.4 /
-    // 11.4. Whole device only (the capacities are the device's).
+    // split and row set) a slightly smaller split count whose clusters do fit is faster (measured
+    // at hd512; hd256 lost), its merge done in the kernel (attention_decode.cu). Whole device only.
     const long rowsets = long(b.num_requests) * hkv;
-    if (long(d) * std::min(16, b.max_q_len * g) >= 4096 && nsm == num_sms() && s >= 2 &&
-        attn_decode_combine_cluster(d, s, rowsets, false, nullptr) == 0) {
+    if (long(d) * std::min(16, b.max_q_len * g) >= 4096 && nsm == device_sms && s >= 2 &&
+        attn_decode_combine_cluster(d, s, rowsets, nullptr) == 0) {
       for (int sc = std::min(s - 1, 8); sc >= 2 && 4 * sc >= 3 * s; --sc)
-        if (attn_decode_combine_cluster(d, sc, rowsets, false, nullptr) == sc) {
+        if (attn_decode_combine_cluster(d, sc, rowsets, nullptr) == sc) {
           s = sc;
           break;
         }
@@ -344,7 +307,7 @@ int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window,
 
 int attention_combine_cluster_size(const AttnBatch& b, int hq, int hkv, int d, int splits, cudaStream_t stream) {
   if (hkv <= 0 || hq % hkv != 0 || b.max_q_len * (hq / hkv) > 16) return 0;
-  return attn_decode_combine_cluster(d, splits, long(b.num_requests) * hkv, false, stream);
+  return attn_decode_combine_cluster(d, splits, long(b.num_requests) * hkv, stream);
 }
 
 int attention_cluster_capacity(int d, int splits, cudaStream_t stream) {

@@ -1,19 +1,12 @@
-// Cooperative decode attention: the decode kernel for stored K (attention.cuh). On the H200 it
-// takes decode B = 16, hd256 window 1024 at 2k context from 77.8 µs (the flash kernel's one-warp
-// blocks) to 49.9 µs (44% → 68% of copy bandwidth; BENCHMARKS.md).
+// Cooperative decode attention: the decode kernel for stored K (attention.cuh).
 //
-// Why: the flash kernel's decode blocks (attention.cu, NW = 1) are one warp of 16 query rows
-// with 242 registers and 74 KB of shared memory (two 32-key K/V stages + Q), so an SM holds 3
-// warps (hd256; 2 at hd512): ncu at B = 16, hd256, 2k context showed 4.7% theoretical occupancy,
-// 0.34 eligible warps per scheduler and ~3500 instructions per tile and warp, 44% of copy
-// bandwidth. Here the same 16 rows and the same K/V stages are shared by 4 warps: all 128
-// threads issue the tile's cp.async; warp w computes S for keys 8w…8w+7 over all of d, the row
-// maxima are exchanged through shared memory (one barrier), P goes to shared memory as bf16 (one
-// barrier), and warp w accumulates output columns [w·DV/4, (w+1)·DV/4) over all 32 keys. Per-warp
-// work per tile falls to about a quarter, registers to ~100, and an SM holds 12 warps at hd256.
-// Same block → (request, kv head, split, column part) mapping, split-KV workspace layout and
-// softmax arithmetic (fp32, base 2, P rounded to bf16 for the P·V mma) as the flash kernel; the
-// order of the fp32 row sums differs (per warp, then across warps).
+// Why: the flash kernel's decode blocks (one warp of 16 query rows) leave an SM with 2–3 warps
+// and low occupancy. Here the same 16 rows and K/V stages are shared by 4 warps: all threads
+// issue the tile's cp.async; warp w computes S for keys 8w…8w+7 over all of d, the row maxima
+// are exchanged through shared memory (one barrier), P goes to shared memory as bf16 (one
+// barrier), and warp w accumulates output columns [w·DV/4, (w+1)·DV/4) over all 32 keys.
+// Same block mapping, split-KV workspace layout and softmax arithmetic (fp32, base 2, P rounded
+// to bf16) as the flash kernel; the order of the fp32 row sums differs (per warp, then across).
 #include "runtime/cuda/attention.cuh"
 #include "runtime/cuda/attention_impl.cuh"
 #include "runtime/cuda/cluster.cuh"
@@ -122,7 +115,7 @@ __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArg
     pdl_wait();
     return;
   }
-  const int r = blk.r, hk = blk.hk, dvp = blk.dvp, split = blk.split;
+  const int r = blk.r, hk = blk.hk, dvp = blk.dvp;
   const int q0 = blk.q0, ctx = blk.ctx, qt0 = blk.qt0, ntq = blk.ntq, kend = blk.kend;
   const int t_lo = blk.t_lo, t_hi = blk.t_hi;
   const int G = a.g;
@@ -318,8 +311,7 @@ __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArg
     // relative to its m) and (m, l) per row in its own shared memory — the K/V stages, free now —
     // and after a cluster barrier block `rank` of S merges float4 units [rank·U/S, (rank+1)·U/S)
     // of the U valid rows' columns from all S blocks, in split order with the combine kernel's
-    // fold (bitwise-equal outputs), and writes bf16. Replaces the workspace round trip (at hd512
-    // B = 16: 4 MB of partials written, then read) and the combine kernel's launch and grid drain.
+    // fold (bitwise-equal outputs), and writes bf16: no workspace round trip, no combine launch.
     float* po = reinterpret_cast<float*>(ks0);  // [16][D]
     float2* pml = reinterpret_cast<float2*>(po + 16 * D);
     const int col = warp * NDW * 8 + 2 * t;
@@ -366,27 +358,10 @@ __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArg
   const int dtot = DV * a.dv_parts;
   const int col = dvp * DV + warp * NDW * 8 + 2 * t;
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    if (!(half ? valid1 : valid0)) continue;
-    const int rho = half ? g + 8 : g;
-    const long tok = q0 + qt0 + rho / G;
-    const int head = hk * G + rho % G;
-    const float l = half ? l1 : l0;
-    if (a.splits == 1) {
-      const float inv = l > 0.f ? 1.f / l : 0.f;
-      bf16* dst = a.out + (tok * a.hq + head) * dtot + col;
-#pragma unroll
-      for (int nd = 0; nd < NDW; ++nd)
-        *reinterpret_cast<uint32_t*>(dst + nd * 8) = pack_bf162(o[nd][2 * half] * inv, o[nd][2 * half + 1] * inv);
-    } else {
-      const long row = (long(split) * a.total_q + tok) * a.hq + head;
-      float* dst = a.ws_o + row * dtot + col;
-#pragma unroll
-      for (int nd = 0; nd < NDW; ++nd)
-        *reinterpret_cast<float2*>(dst + nd * 8) = make_float2(o[nd][2 * half], o[nd][2 * half + 1]);
-      if (dvp == 0 && warp == 0 && t == 0) a.ws_ml[row] = make_float2(half ? m1 : m0, l);
-    }
-  }
+  for (int half = 0; half < 2; ++half)
+    if (half ? valid1 : valid0)
+      attn_store_row<NDW>(a, blk, half ? g + 8 : g, dtot, col, half ? m1 : m0, half ? l1 : l0,
+                          dvp == 0 && warp == 0 && t == 0, [&](int nd, int e) { return o[nd][2 * half + e]; });
 }
 
 // The instantiation for D (and CL) with its shared-memory attribute set (once; one device assumed).
@@ -425,23 +400,6 @@ int resident_clusters(int splits, cudaStream_t stream) {
   return cached[splits];
 }
 
-// The in-kernel split combine's cluster size for `splits` splits of `rowsets` row sets: splits
-// (one cluster per row set) when 2 ≤ splits ≤ 8 (the portable cluster size) and all the clusters
-// are resident at once — the split rule sizes the grid to one wave, and a second wave of clusters
-// doubles the time (H200: 38.4 µs against 25 at hd512 B = 16 2k, 15 clusters of 8 resident for
-// 16 row sets) — or `force` (benchmarks); else 0 (the combine kernel).
-// Whole device only: in the 16-SM green context (the 1g.10gb emulation) an end-to-end A/B
-// measured the decode phase 1.41–1.43 s with the combine kernel against 1.45 s with
-// clusters (the small batches at the end of a run, where clusters fit there), so there the
-// combine kernel stays.
-template <int D>
-int combine_cluster(int splits, long rowsets, bool force, cudaStream_t stream) {
-  if (splits < 2 || splits > 8) return 0;
-  if (force) return splits;
-  if (gemm_stream_sms(stream) != gemm_stream_sms(nullptr)) return 0;  // a green context
-  return resident_clusters<D>(splits, stream) >= rowsets ? splits : 0;
-}
-
 template <int D>
 cudaError_t launch(const AttnArgs& a, int num_requests, bool pdl, int combine_c, cudaStream_t stream) {
   using S = CoopShape<D>;
@@ -449,18 +407,11 @@ cudaError_t launch(const AttnArgs& a, int num_requests, bool pdl, int combine_c,
   const dim3 grid(1, num_requests * a.hkv, a.dv_parts * a.splits);  // decode: ≤ 16/G queries per request
   cudaError_t err;
   cudaLaunchAttribute at[2];
-  unsigned n = 0;
-  if (pdl) {
-    at[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[n++].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = pdl_launch_config(grid, dim3(S::NW * 32), S::Cfg::kSmem, stream, pdl, at);
+  if (combine_c > 1) {  // after the PDL attribute, if any
+    at[cfg.numAttrs].id = cudaLaunchAttributeClusterDimension;
+    at[cfg.numAttrs++].val.clusterDim = {1, 1, unsigned(combine_c)};
   }
-  if (combine_c > 1) {
-    at[n].id = cudaLaunchAttributeClusterDimension;
-    at[n].val.clusterDim.x = 1;
-    at[n].val.clusterDim.y = 1;
-    at[n++].val.clusterDim.z = unsigned(combine_c);
-  }
-  const cudaLaunchConfig_t cfg = launch_config(grid, dim3(S::NW * 32), S::Cfg::kSmem, stream, at, n);
   if (combine_c > 0) {
     if (combine_c != a.splits) return cudaErrorInvalidValue;
     auto kern = kernel_for<D, true>(&err);
@@ -498,14 +449,13 @@ cudaError_t launch_attn_decode_coop(const AttnArgs& a, int d, int num_requests, 
   }
 }
 
-int attn_decode_combine_cluster(int d, int splits, long rowsets, bool force, cudaStream_t stream) {
-  switch (d) {
-    case 64: return combine_cluster<64>(splits, rowsets, force, stream);
-    case 128: return combine_cluster<128>(splits, rowsets, force, stream);
-    case 256: return combine_cluster<256>(splits, rowsets, force, stream);
-    case 512: return combine_cluster<512>(splits, rowsets, force, stream);
-    default: return 0;
-  }
+// Splits (one cluster per row set) when 2 ≤ splits ≤ 8 (the portable cluster size) and all the
+// clusters are resident at once (a second wave of clusters doubles the time), else 0. Whole
+// device only: in a 16-SM green context the combine kernel measured faster end to end.
+int attn_decode_combine_cluster(int d, int splits, long rowsets, cudaStream_t stream) {
+  if (splits < 2 || splits > 8) return 0;
+  if (gemm_stream_sms(stream) != gemm_stream_sms(nullptr)) return 0;  // a green context
+  return attn_decode_cluster_capacity(d, splits, stream) >= rowsets ? splits : 0;
 }
 
 int attn_decode_cluster_capacity(int d, int splits, cudaStream_t stream) {

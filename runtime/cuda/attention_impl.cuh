@@ -34,8 +34,7 @@ __device__ __forceinline__ int tile_off(int row, int chunk) {
 }
 
 // The cache as the kernels see it: KvCache without the K=V-once fields (those travel in
-// AttnArgsKfv), so the stored-K kernels' parameter block — and with it ptxas's register
-// allocation (seen: 16 more bytes → 255 registers and spills at d 256/512) — stays as it was.
+// AttnArgsKfv): a larger parameter block made ptxas spill the stored-K kernels at d 256/512.
 struct KvDev {
   const bf16* k;
   const bf16* v;
@@ -108,8 +107,7 @@ __device__ __forceinline__ AttnBlock attn_block(const AttnArgs& a, int rows) {
 
 // A block's query rows: the G q heads of one kv head are consecutive rows, so row ρ is token
 // tok(ρ) (from the block's first) and head hk·G + head(ρ). G is a power of two (attention()
-// checks 16 % G == 0): shifts, not an integer division by a runtime value per row, which made the
-// Q tile load ≈ 270 instructions per 4 chunks at d 256 (ncu of the sm90 prefill kernel).
+// checks 16 % G == 0): shifts, not an integer division by a runtime value per row.
 struct QRows {
   int lg, G;
   __device__ __forceinline__ explicit QRows(int g) {
@@ -143,8 +141,7 @@ __device__ __forceinline__ void attn_load_q(bf16* qs, const AttnArgs& a, const A
 
 // Rows [0, BK) of a K or V tile (W bf16 per row) → swizzled shared memory `dst` by cp.async, NT
 // threads: TPR threads per row, RPP rows per pass, the row's slot and base address once per row
-// (per chunk, the address math and the slot reload were ~30 of ~40 instructions per cp.async:
-// ncu, decode B = 16). sl[row]: the key's cache slot, −1 past the block's last query
+// (not per chunk). sl[row]: the key's cache slot, −1 past the block's last query
 // (zero fill from `dummy`, any valid address); base: the kv head's (and column part's) first
 // element in slot 0; kv_row: elements per slot.
 template <int W, int NT>
@@ -186,6 +183,29 @@ __device__ __forceinline__ void attn_load_kv(bf16* ks, bf16* vs, const AttnArgs&
   attn_load_rows<DV, NT>(vs, a.kv.v + long(hk) * D + dvp * DV, sl, kv_row, a.q, tid);
 }
 
+// Writes query row ρ of block b from the lane's N column pairs o(nd, 0..1) at columns col + 8·nd
+// of rows dtot wide: normalized bf16 into out (one split), else the fp32 partial into the
+// workspace and, where `ml` (one lane per row), the row's (m, l).
+template <int N, class O>
+__device__ __forceinline__ void attn_store_row(const AttnArgs& a, const AttnBlock& b, int rho, int dtot, int col,
+                                               float m, float l, bool ml, O o) {
+  const long tok = b.q0 + b.qt0 + rho / a.g;
+  const int head = b.hk * a.g + rho % a.g;
+  if (a.splits == 1) {
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    bf16* dst = a.out + (tok * a.hq + head) * dtot + col;
+#pragma unroll
+    for (int nd = 0; nd < N; ++nd)
+      *reinterpret_cast<uint32_t*>(dst + nd * 8) = pack_bf162(o(nd, 0) * inv, o(nd, 1) * inv);
+  } else {
+    const long row = (long(b.split) * a.total_q + tok) * a.hq + head;
+    float* dst = a.ws_o + row * dtot + col;
+#pragma unroll
+    for (int nd = 0; nd < N; ++nd) *reinterpret_cast<float2*>(dst + nd * 8) = make_float2(o(nd, 0), o(nd, 1));
+    if (ml) a.ws_ml[row] = make_float2(m, l);
+  }
+}
+
 // One split's partial state (m, l) = ml and its four output columns v (unnormalized, relative
 // to m, base 2) folded into a running (m, L, acc): the split combine's arithmetic, shared by the
 // combine kernel (attention.cu) and the decode kernel's in-cluster combine (attention_decode.cu)
@@ -221,8 +241,8 @@ __device__ __forceinline__ uint2 combine_out(float L, float4 acc) {
 cudaError_t launch_attn_decode_coop(const detail::AttnArgs& a, int d, int num_requests, bool pdl, int combine_c,
                                     cudaStream_t stream);
 // The in-kernel combine's cluster size for `splits` splits over `rowsets` row sets (requests ×
-// kv heads) on `stream`: splits, or 0 = the combine kernel; `force`: splits whenever 2 … 8.
-int attn_decode_combine_cluster(int d, int splits, long rowsets, bool force, cudaStream_t stream);
+// kv heads) on `stream`: splits, or 0 = the combine kernel.
+int attn_decode_combine_cluster(int d, int splits, long rowsets, cudaStream_t stream);
 // Clusters of `splits` blocks resident at once (0: cannot launch).
 int attn_decode_cluster_capacity(int d, int splits, cudaStream_t stream);
 // Its blocks resident per SM at head dim d (occupancy API; shared memory bounds it), ≥ 1.

@@ -1,37 +1,26 @@
 // Hopper (sm_90a) prefill attention on wgmma (API: attention.cuh; dispatch in attention.cu). The
 // per-tile math lives in attention_sm90_tile.cuh.
 //
-// Block = NWG warpgroups (128 threads each) × 64 query rows each, sharing the block's K/V tiles
-// (NWG = 2 halves the loads per row); a row is one (token, q head) pair and
-// the G heads of one kv head are consecutive rows, as in the flash kernel (attention.cu), whose
-// block/tile bookkeeping (attn_block, slots, cp.async row loads) this kernel shares. Per key tile
-// of BK keys:
+// Block = 2 warpgroups (128 threads each) × 64 query rows each, sharing the block's K/V tiles; a
+// row is one (token, q head) pair and the G heads of one kv head are consecutive rows, as in the
+// flash kernel (attention.cu), whose block/tile bookkeeping (attn_block, slots) this kernel
+// shares. Per key tile of BK keys:
 //   S = Q·Kᵀ      wgmma m64nBKk16, A = Q and B = K both from shared memory (K-major),
 //   online softmax in registers (fp32, base 2; the accumulator layout is mma.m16n8's per warp),
 //   O += P·V      wgmma m64n256k16, A = P from registers (bf16), B = V from shared memory
 //                 N-major (transposed by the descriptor: V stays one key per row).
-// Q, K and V tiles are stored in the wgmma canonical 128-byte-swizzle layout (cbs in
-// attention_impl.cuh) so that one set of bytes serves as K-major and N-major operand. K/V tiles
-// stream through a 2-stage cp.async pipeline (paged and ring caches: a row's slot per key, as the
-// flash kernel); PIPE overlaps one tile's softmax with the previous tile's P·V (below). Tiles
-// that every row of the block sees whole skip the per-element mask. Lazy rescale: a row's reference maximum only moves when the tile's maximum exceeds it by more than
-// 2^8 (P ≤ 256 otherwise; O and the row sum share the reference, so the result is the same up
-// to rounding), and a warp none of whose rows moved skips the multiply of O. Exponentials are
-// one MUFU.EX2 each (fast_exp2).
-// d = 512 splits the output columns over two blocks (DV = 256), as the flash kernel does.
-// Block order (HEAVY): grid x = request · kv head, y = query blocks from the last one down, so
-// the blocks are launched heaviest first (a causal block's key range grows with its queries, up
-// to window + its tokens): longest-processing-time-first list scheduling, which leaves a shorter
-// tail of a few long blocks on otherwise idle SMs than the launch order by query block does.
-// Split key ranges (CL; taken when both blocks of every query block fit one wave: attention.cu,
-// sm90_split_keys): every query block is a cluster of two blocks; a
-// block with ≥ kClMin key tiles gives the second half of them to the other block of its cluster
-// (else that block leaves at once). Both store their unnormalized O,
-// reference maxima and row sums in shared memory (the idle K/V and Q tiles), and block r merges
-// warpgroup r's rows through distributed shared memory — O = O₀·2^(m₀−m) + O₁·2^(m₁−m), likewise
-// the sums — and writes them. It doubles the blocks of an underfilled launch (512 tokens: 64
-// query blocks on 132 SMs, 1.44× faster); on a full GPU its overhead outweighs the balance it
-// buys (2k: 7% slower, 8k: 21%).
+// Q, K and V tiles use the wgmma canonical 128-byte-swizzle layout (cbs in attention_impl.cuh),
+// so one set of bytes serves as K-major and N-major operand. K/V tiles stream through a 2-stage
+// cp.async pipeline, and one tile's softmax overlaps the previous tile's P·V (FA3's
+// intra-warpgroup overlap). Tiles every row of the block sees whole skip the per-element mask;
+// a row's reference maximum only moves when a tile's maximum exceeds it by more than 2^8 (lazy
+// rescale, same result up to rounding). d = 512 splits the output columns over two blocks.
+// Grid: x = request · kv head, y = query blocks from the last one down, so the heaviest causal
+// blocks launch first (shorter tail than launching by query block).
+// Split key ranges (CL; attention.cu sm90_split_keys, underfilled launches only): every query
+// block is a cluster of two blocks; a block with ≥ kClMin key tiles gives the second half of them
+// to the other block, and block r merges warpgroup r's rows from both through distributed shared
+// memory — O = O₀·2^(m₀−m) + O₁·2^(m₁−m), likewise the sums.
 #include "runtime/cuda/attention.cuh"
 
 #include "runtime/cuda/attention_impl.cuh"
@@ -65,53 +54,46 @@ __device__ __forceinline__ void sm90_offsets(long* off, const AttnArgs& a, int r
   if (tid < BK) off[tid] = kv_slot(a.kv, r, min(tile * BK + tid, kend - 1)) * (long(a.hkv) * D);
 }
 
-// K tile (D wide) and/or V tile (DV wide) rows [0, BK) → shared memory (canonical layout): DV/8
-// threads per row (one V chunk and D/DV K chunks each), NT/(DV/8) rows per pass; one offset
-// read per row for both tiles, addresses with compile-time strides.
-template <int D, int DV, int BK, int NT, bool LK = true, bool LV = true>
-__device__ __forceinline__ void sm90_load_kv(uint32_t ks, uint32_t vs, const bf16* kbase, const bf16* vbase,
-                                             const long* off, int tid) {
-  constexpr int TPR = DV / 8, RPP = NT / TPR, KU = D / DV;
+// K tile (D wide, K) or V tile (DV wide) rows [0, BK) → shared memory at `dst` (canonical
+// layout): DV/8 threads per row (D/DV K chunks or one V chunk each), NT/(DV/8) rows per pass; one
+// offset read per row, addresses with compile-time strides.
+template <int D, int DV, int BK, int NT, bool K>
+__device__ __forceinline__ void sm90_load_tile(uint32_t dst, const bf16* base, const long* off, int tid) {
+  constexpr int TPR = DV / 8, RPP = NT / TPR, U = K ? D / DV : 1;
   static_assert(NT % TPR == 0 && BK % RPP == 0 && RPP <= 8 && 8 % RPP == 0, "rows per pass");
   const int rsub = tid / TPR, c = tid % TPR;
-  kbase += c * 8;
-  vbase += c * 8;
+  base += c * 8;
 #pragma unroll
   for (int kr0 = 0; kr0 < BK; kr0 += RPP) {
     const int kr = kr0 + rsub;
     const long o = off[kr];
-    if constexpr (LK) {
 #pragma unroll
-      for (int u = 0; u < KU; ++u) cp_async16_s(ks + 2 * cbs<BK>(kr, c + u * TPR), kbase + o + u * DV);
-    }
-    if constexpr (LV) cp_async16_s(vs + 2 * cbs<BK>(kr, c), vbase + o);
+    for (int u = 0; u < U; ++u) cp_async16_s(dst + 2 * cbs<BK>(kr, c + u * TPR), base + o + u * DV);
   }
 }
 
 constexpr int kClMin = 3;  // key tiles from which a CL block shares its range
 
-// PIPE (FA3's intra-warpgroup overlap): tile i's S = Q·Kᵢᵀ and tile i−1's O += Pᵢ₋₁·Vᵢ₋₁ are
-// issued together; the softmax of tile i runs while the tensor cores finish P·V, and O is
-// rescaled only after that. K and V stream one tile apart (Kᵢ₊₁ and Vᵢ loaded in iteration i),
-// so two stages of each still suffice, with three row-offset buffers and one barrier per tile.
-template <int D, int DV, int BK, int NWG, bool PIPE, bool HEAVY, bool CL>
+// Tile i's S = Q·Kᵢᵀ and tile i−1's O += Pᵢ₋₁·Vᵢ₋₁ are issued together; the softmax of tile i
+// runs while the tensor cores finish P·V, and O is rescaled only after that. K and V stream one
+// tile apart (Kᵢ₊₁ and Vᵢ loaded in iteration i), so two stages of each suffice, with three
+// row-offset buffers and one barrier per tile.
+template <int D, int DV, int BK, int NWG, bool CL>
 __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) {
   using C = Sm90Cfg<D, DV, BK, NWG>;
-  static_assert(!CL || (HEAVY && DV / 8 * 128 * NWG * 16 <= 2 * (C::kK + C::kV)), "CL: partial O fits K/V");
+  static_assert(!CL || DV / 8 * 128 * NWG * 16 <= 2 * (C::kK + C::kV), "CL: partial O fits K/V");
   constexpr int kRows = C::kRows, kThreads = C::kThreads;
-  constexpr int NOFF = PIPE ? 3 : 2;
   extern __shared__ unsigned char smem_raw[];
   unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   bf16* qs = reinterpret_cast<bf16*>(base);
   const uint32_t qaddr = smem_u32(qs), kaddr0 = qaddr + C::kQ, vaddr0 = kaddr0 + 2 * C::kK;
-  __shared__ long soff[NOFF][BK];
+  __shared__ long soff[3][BK];
 
   const int crank = CL ? int(cluster_rank()) : 0;
   const AttnBlock blk =
-      HEAVY ? attn_block<BK>(a, kRows, int(gridDim.y - 1 - blockIdx.y), int(blockIdx.x), int(blockIdx.z) / (CL ? 2 : 1))
-            : attn_block<BK>(a, kRows);
+      attn_block<BK>(a, kRows, int(gridDim.y - 1 - blockIdx.y), int(blockIdx.x), int(blockIdx.z) / (CL ? 2 : 1));
   if (blk.qt0 >= blk.qlen) return;
-  const int r = blk.r, hk = blk.hk, dvp = blk.dvp, split = blk.split;
+  const int r = blk.r, hk = blk.hk, dvp = blk.dvp;
   const int q0 = blk.q0, ctx = blk.ctx, qt0 = blk.qt0, ntq = blk.ntq, kend = blk.kend;
   const bool csplit = CL && blk.t_hi - blk.t_lo >= kClMin;  // both blocks of the cluster agree
   if (CL && !csplit && crank == 1) return;
@@ -123,18 +105,11 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
   attn_load_q<D, kRows, kThreads, true>(qs, a, blk, tid);
   const bf16* kbase = a.kv.k + long(hk) * D;
   const bf16* vbase = a.kv.v + long(hk) * D + dvp * DV;
-  // Tile index i is relative (tile t_lo + i); its offsets live in soff[i % NOFF].
-  auto offs = [&](int i) { return soff[PIPE ? i % 3 : i & 1]; };
+  // Tile index i is relative (tile t_lo + i); its offsets live in soff[i % 3].
+  auto offs = [&](int i) { return soff[i % 3]; };
   auto calc_offsets = [&](int i) { sm90_offsets<D, BK>(offs(i), a, r, t_lo + i, kend, tid); };
-  auto load_k = [&](int i) {
-    sm90_load_kv<D, DV, BK, kThreads, true, false>(kaddr0 + (i & 1) * C::kK, 0, kbase, vbase, offs(i), tid);
-  };
-  auto load_v = [&](int i) {
-    sm90_load_kv<D, DV, BK, kThreads, false, true>(0, vaddr0 + (i & 1) * C::kV, kbase, vbase, offs(i), tid);
-  };
-  auto load_kv = [&](int i) {
-    sm90_load_kv<D, DV, BK, kThreads>(kaddr0 + (i & 1) * C::kK, vaddr0 + (i & 1) * C::kV, kbase, vbase, offs(i), tid);
-  };
+  auto load_k = [&](int i) { sm90_load_tile<D, DV, BK, kThreads, true>(kaddr0 + (i & 1) * C::kK, kbase, offs(i), tid); };
+  auto load_v = [&](int i) { sm90_load_tile<D, DV, BK, kThreads, false>(vaddr0 + (i & 1) * C::kV, vbase, offs(i), tid); };
 
   const int warp = tid >> 5, lane = tid & 31, wg = warp >> 2;
   const int g = lane >> 2, t = lane & 3;
@@ -152,9 +127,7 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
   if (n > 0) calc_offsets(0);
   if (n > 1) calc_offsets(1);
   __syncthreads();
-  if (n > 0) {
-    if constexpr (PIPE) load_k(0); else load_kv(0);
-  }
+  if (n > 0) load_k(0);
   cp_async_commit();
   // Descriptors: Q once, K and V per stage; a k step adds a compile-time byte offset / 16 to the
   // start-address field (no carry: shared addresses < 256 KB).
@@ -173,69 +146,46 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
   };
   auto rescale_pack = [&](float c0, float c1) { sm90_rescale_pack<DV, BK>(o, s, pa, c0, c1); };
 
-  if constexpr (PIPE) {
-    // Iteration i's loads: K(i + 1) and V(i).
-    auto top = [&](int i) {
-      cp_async_wait<0>();   // K(i) and V(i − 1), committed in the previous iteration
-      fence_proxy_async();  // cp.async writes (generic proxy) → wgmma reads (async proxy)
-      // Publishes them, and: every warpgroup finished S(i − 1) (K stage (i + 1) & 1) and
-      // P·V(i − 2) (V stage i & 1), and read offsets (i − 1) % 3 for V(i − 1).
-      __syncthreads();
-      if (i + 2 < n) calc_offsets(i + 2);
-      if (i + 1 < n) load_k(i + 1);
-      load_v(i);
-      cp_async_commit();
-    };
-    float c0, c1;
-    if (n > 0) {  // tile 0 alone (no P·V in flight: ptxas must see no path reading O under one)
-      top(0);
-      issue_s(0);
-      wgmma_wait0();
-      fence_regs(s);
-      softmax(0, c0, c1);
-      rescale_pack(c0, c1);
-    }
-    for (int i = 1; i < n; ++i) {
-      top(i);
-      issue_s(i);
-      issue_pv(i - 1);
-      wgmma_wait1();  // S(i) done; P·V(i − 1) may still run
-      fence_regs(s);
-      softmax(i, c0, c1);
-      wgmma_wait0();
-      fence_regs(o);
-      fence_regs(pa);
-      rescale_pack(c0, c1);
-    }
-    if (n > 0) {
-      cp_async_wait<0>();
-      fence_proxy_async();
-      __syncthreads();
-      issue_pv(n - 1);
-      wgmma_wait0();
-      fence_regs(o);
-    }
-  } else {
-    for (int i = 0; i < n; ++i) {
-      if (i + 1 < n) load_kv(i + 1);
-      cp_async_commit();
-      cp_async_wait<1>();
-      fence_proxy_async();  // cp.async writes (generic proxy) → wgmma reads (async proxy)
-      __syncthreads();
-      // Reuses tile i's offset buffer: every thread issued tile i's loads before the barrier
-      // above; the barrier at the end of this iteration publishes it to load_kv(i + 2).
-      if (i + 2 < n) calc_offsets(i + 2);
-      issue_s(i);
-      wgmma_wait0();
-      fence_regs(s);
-      float c0, c1;
-      softmax(i, c0, c1);
-      rescale_pack(c0, c1);
-      issue_pv(i);
-      wgmma_wait0();
-      fence_regs(o);
-      __syncthreads();
-    }
+  // Iteration i's loads: K(i + 1) and V(i).
+  auto top = [&](int i) {
+    cp_async_wait<0>();   // K(i) and V(i − 1), committed in the previous iteration
+    fence_proxy_async();  // cp.async writes (generic proxy) → wgmma reads (async proxy)
+    // Publishes them, and: every warpgroup finished S(i − 1) (K stage (i + 1) & 1) and
+    // P·V(i − 2) (V stage i & 1), and read offsets (i − 1) % 3 for V(i − 1).
+    __syncthreads();
+    if (i + 2 < n) calc_offsets(i + 2);
+    if (i + 1 < n) load_k(i + 1);
+    load_v(i);
+    cp_async_commit();
+  };
+  float c0, c1;
+  if (n > 0) {  // tile 0 alone (no P·V in flight: ptxas must see no path reading O under one)
+    top(0);
+    issue_s(0);
+    wgmma_wait0();
+    fence_regs(s);
+    softmax(0, c0, c1);
+    rescale_pack(c0, c1);
+  }
+  for (int i = 1; i < n; ++i) {
+    top(i);
+    issue_s(i);
+    issue_pv(i - 1);
+    wgmma_wait1();  // S(i) done; P·V(i − 1) may still run
+    fence_regs(s);
+    softmax(i, c0, c1);
+    wgmma_wait0();
+    fence_regs(o);
+    fence_regs(pa);
+    rescale_pack(c0, c1);
+  }
+  if (n > 0) {
+    cp_async_wait<0>();
+    fence_proxy_async();
+    __syncthreads();
+    issue_pv(n - 1);
+    wgmma_wait0();
+    fence_regs(o);
   }
   cp_async_wait<0>();
 #pragma unroll
@@ -274,9 +224,7 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
   if (a.splits == 1 && !(CL && csplit) && (reinterpret_cast<uintptr_t>(a.out) & 15) == 0) {
     // Through shared memory (the Q/K/V tiles are dead): each warp stages its 16 rows (pitch DV·2
     // + 16 bytes: the 8 rows g of one store land in distinct banks), then stores each row as
-    // 16-byte chunks, a row per instruction. Before (ncu, hd256 W1024 2k), the 64
-    // four-byte stores per thread (8 rows × 16 bytes per warp instruction) stalled on the store
-    // queue (lg_throttle) and the drain at exit for ≈ 13% of the warp samples.
+    // 16-byte chunks, a row per instruction (4-byte stores stalled on the store queue).
     constexpr int kPitch = DV * 2 + 16;
     static_assert(NWG * 4 * 16 * kPitch <= C::kSmem - 1024, "staging fits");
     __syncthreads();  // every warp is done with the tiles (its last P·V has completed above)
@@ -301,46 +249,26 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
     return;
   }
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const bool valid = half ? valid1 : valid0;
-    if (!valid || !writes) continue;
-    const int rho = half ? rho1 : rho0;
-    const long tok = q0 + qt0 + rho / G;
-    const int head = hk * G + rho % G;
-    const float l = half ? l1 : l0;
-    if (a.splits == 1) {
-      const float inv = l > 0.f ? 1.f / l : 0.f;
-      bf16* dst = a.out + (tok * a.hq + head) * dtot + dvp * DV + 2 * t;
-#pragma unroll
-      for (int nd = 0; nd < DV / 8; ++nd)
-        *reinterpret_cast<uint32_t*>(dst + nd * 8) =
-            pack_bf162(o[4 * nd + 2 * half] * inv, o[4 * nd + 2 * half + 1] * inv);
-    } else {
-      const long row = (long(split) * a.total_q + tok) * a.hq + head;
-      float* dst = a.ws_o + row * dtot + dvp * DV + 2 * t;
-#pragma unroll
-      for (int nd = 0; nd < DV / 8; ++nd)
-        *reinterpret_cast<float2*>(dst + nd * 8) = make_float2(o[4 * nd + 2 * half], o[4 * nd + 2 * half + 1]);
-      if (dvp == 0 && t == 0) a.ws_ml[row] = make_float2(half ? m1 : m0, l);
-    }
-  }
+  for (int half = 0; half < 2; ++half)
+    if ((half ? valid1 : valid0) && writes)
+      attn_store_row<DV / 8>(a, blk, half ? rho1 : rho0, dtot, dvp * DV + 2 * t, half ? m1 : m0, half ? l1 : l0,
+                             dvp == 0 && t == 0, [&](int nd, int e) { return o[4 * nd + 2 * half + e]; });
   if constexpr (CL) {
     if (csplit) cluster_wait();  // the other block has read this one's partials
   }
 }
 
-template <int D, int BK, int NWG, bool PIPE = false, bool HEAVY = true, bool CL = false>
+template <int D, int BK, int NWG, bool CL = false>
 cudaError_t launch(const AttnArgs& a, int max_q_len, int num_requests, cudaStream_t stream) {
   constexpr int DV = D > 256 ? 256 : D;
   using C = Sm90Cfg<D, DV, BK, NWG>;
-  auto kern = attn_sm90_kernel<D, DV, BK, NWG, PIPE, HEAVY, CL>;
+  auto kern = attn_sm90_kernel<D, DV, BK, NWG, CL>;
   static const cudaError_t attr =  // once per instantiation (one device assumed)
       cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
   if (attr != cudaSuccess) return attr;
   const int tq = C::kRows / a.g;
   const int qblocks = (max_q_len + tq - 1) / tq;
-  const dim3 grid = HEAVY ? dim3(num_requests * a.hkv, qblocks, a.dv_parts * a.splits * (CL ? 2 : 1))
-                          : dim3(qblocks, num_requests * a.hkv, a.dv_parts * a.splits);
+  const dim3 grid(num_requests * a.hkv, qblocks, a.dv_parts * a.splits * (CL ? 2 : 1));
   if constexpr (CL) {  // clusters of the two blocks of a query block (consecutive z)
     cudaLaunchAttribute at;
     const cudaLaunchConfig_t cfg = cluster_launch_config(grid, dim3(C::kThreads), C::kSmem, stream, dim3(1, 1, 2), &at);
@@ -353,13 +281,13 @@ cudaError_t launch(const AttnArgs& a, int max_q_len, int num_requests, cudaStrea
 }  // namespace
 
 // d = 256: 64-key tiles (≈ 193 KB of shared memory); d = 512: 32-key tiles (64 would not fit the
-// registers). Both two warpgroups, PIPE, heaviest query blocks first.
+// registers). Both two warpgroups.
 cudaError_t launch_attn_sm90(const AttnArgs& a, int d, bool split_keys, int max_q_len, int num_requests,
                              cudaStream_t stream) {
   if (d == 256)
-    return split_keys && a.splits == 1 ? launch<256, 64, 2, true, true, true>(a, max_q_len, num_requests, stream)
-                                       : launch<256, 64, 2, true>(a, max_q_len, num_requests, stream);
-  if (d == 512) return launch<512, 32, 2, true>(a, max_q_len, num_requests, stream);
+    return split_keys && a.splits == 1 ? launch<256, 64, 2, true>(a, max_q_len, num_requests, stream)
+                                       : launch<256, 64, 2>(a, max_q_len, num_requests, stream);
+  if (d == 512) return launch<512, 32, 2>(a, max_q_len, num_requests, stream);
   return cudaErrorInvalidValue;
 }
 

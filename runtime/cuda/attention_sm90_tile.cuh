@@ -28,7 +28,7 @@ __device__ __forceinline__ void sm90_issue_s(float (&s)[BK / 2], uint64_t dq, ui
 // O += P·V for one tile (A = P from registers, B = the V stage dvs, N-major), one wgmma group.
 template <int BK>
 __device__ __forceinline__ void sm90_issue_pv(float (&o)[128], const uint32_t (&pa)[BK / 16][4], uint64_t dvs) {
-  wgmma_fence();  // O / P written since (and under PIPE: S and P·V are separate pipeline stages)
+  wgmma_fence();  // O / P written since (S and P·V are separate pipeline stages)
 #pragma unroll
   for (int kk = 0; kk < BK / 16; ++kk) wgmma_rs_tb(o, pa[kk], dvs + ((kk * 2048) >> 4));
   wgmma_commit();

@@ -148,10 +148,8 @@ __device__ __forceinline__ float load_head_rms(const bf16* __restrict__ src, int
 }
 
 // A persistent grid of warps over the (token, head) items: heads [0, hq) are q, [hq, hq+hkv) k
-// (+ v). The rotary inverse frequencies are formed once per block into shared memory: they
-// depend on the pair index only, and a double-precision pow per element and item was most of
-// this kernel's time (41 µs per layer at 1024 tokens on the whole H200, 285 µs in the 16-SM
-// slice, before).
+// (+ v). The rotary inverse frequencies (a double-precision pow each) are formed once per block
+// into shared memory: they depend on the pair index only.
 template <int D>
 __global__ void qk_rope_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k_raw,
                                const bf16* __restrict__ v_raw, const bf16* __restrict__ q_w,
@@ -231,8 +229,7 @@ __device__ __forceinline__ void argmax_merge(float& best, int& bi, float v, int 
 // One row per cluster of gridDim.x blocks (grid (C, m), cluster (C, 1, 1)); block r of the
 // cluster scans the row's r-th chunk of `chunk` entries (a multiple of 4) — with 16-byte loads,
 // four in flight per thread, where kVec (row starts 16-byte aligned) — and rank 0 merges the
-// blocks' (best, index) pairs through distributed shared memory. Before (H200): one
-// 1024-thread block per row, 48 µs per 262k row (≈ 22 GB/s, one SM's scalar loads).
+// blocks' (best, index) pairs through distributed shared memory.
 // NaN never compares greater, so it ranks below every number; a row with nothing above −inf → 0.
 template <bool kVec>
 __global__ void __launch_bounds__(512) argmax_kernel(const float* __restrict__ logits, int n, long ldl, int chunk,

@@ -225,10 +225,10 @@ int stream_sms(cudaStream_t stream) {
 // Tile (tokens) and k splits of the register-A kernel: the (bt, ks) of least modelled time =
 // waves × k steps per block × step cost + split cost, where a block's 64-wide k step costs 1
 // (bt 128) or 1.4 (bt 256) and a split-K tile 5 / 9 steps more (the partial sums through
-// distributed shared memory; step and split costs measured on the H200, BENCHMARKS.md "Prefill
-// GEMM"). Waves count tiles per block (persistent grid, ks = 1) or clusters per resident-cluster
-// slot; a split needs ≥ 8 k steps per block and must beat the best unsplit plan by 10%. 256-token
-// tiles only when m > 128.
+// distributed shared memory; costs fitted to measurements, BENCHMARKS.md "Prefill GEMM"). Waves
+// count tiles per block (persistent grid, ks = 1) or clusters per resident-cluster slot; a split
+// needs ≥ 8 k steps per block and must beat the best unsplit plan by 10%. 256-token tiles only
+// when m > 128.
 struct RsPlan {
   int bt, ks;
 };
@@ -257,7 +257,7 @@ RsPlan rs_plan(int m, int n, int kp, int sms) {
 }
 
 // Tokens per wgmma block of the BF16 kernel: 256-token tiles for long k or wide n (BF16 down,
-// full o, gate+up), 128 for the 3840 → 4096-class shapes (H200, BENCHMARKS.md "Prefill GEMM").
+// full o, gate+up), 128 for the 3840 → 4096-class shapes (BENCHMARKS.md "Prefill GEMM").
 int wgmma_tile(int m, int n, int k) { return (m >= 256 && (k >= 8192 || n >= 16384)) ? 256 : 128; }
 
 DecodeTuning decode_tuning(const KernelOptions& ko) {

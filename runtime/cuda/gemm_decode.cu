@@ -1,11 +1,6 @@
-// W4A16 decode GEMM, m ≤ 16: the variant table, split plan and launch of the register-direct
-// streaming kernels (gemm_decode_lean.cu, gemm_decode_ldg.cu; API and design in gemm_decode.cuh;
-// weight layout in gemm.cuh).
-//
-// Numerics: the mma A fragment is the exact
-// bf16 value 128 + code, the mma accumulates T = Σ(128+c)·x per group in fp32, and at the group
-// end acc += s·(T − (128+z)·Σx) with the fp32 scale and the per-(token, group) Σx of the bf16
-// activations: exact (c − z), fp32 scale, fp32 accumulation.
+// W4A16 decode GEMM, m ≤ 16: the variant table, split plan and launch of the streaming kernels
+// (gemm_decode_lean.cu, which states the numerics; API and design in gemm_decode.cuh; weight
+// layout in gemm.cuh).
 #include "runtime/cuda/gemm_decode.cuh"
 
 #include "runtime/cuda/common.cuh"
@@ -22,56 +17,32 @@ namespace {
 // ------------------------------------------------------------------ variants and plan
 struct Variant {
   DecodeVariantInfo info;
-  const void* k[2][2][2];   // [m > 8][group / 64 − 1][asym]
-  const void* kd[2][2][2];  // the same, deterministic mode (lean family; others: null)
+  LeanKernels k;  // [m > 8][group / 64 − 1][asym], arrival order (k) and deterministic (kd)
 };
 
-// Register-direct variant (gemm_decode_ldg.cu): stages = 0 (no ring), units_per_stage = chunks
-// per item.
-Variant ldg_variant(int warps, int bps, int chunks, int xcap_kb, const char* name) {
-  Variant v{DecodeVariantInfo{warps, bps, 0, chunks, 1, xcap_kb, name, 1}, {}};
-  const LdgKernels k = ldg_kernels();
-  for (int a = 0; a < 2; ++a)
-    for (int b = 0; b < 2; ++b) v.k[a][b][0] = v.k[a][b][1] = k.k[a][b];
-  return v;
-}
-// Lean register-direct variant (gemm_decode_lean.cu): units_per_stage = chunks in flight per lane.
-Variant lean_variant(int i, int warps, int bps, int chunks, int xcap_kb, const char* name) {
-  Variant v{DecodeVariantInfo{warps, bps, 0, chunks, 1, xcap_kb, name, 2}, {}};
-  const LeanKernels k = lean_kernels(i);
-  for (int a = 0; a < 2; ++a)
-    for (int b = 0; b < 2; ++b)
-      for (int c = 0; c < 2; ++c) v.k[a][b][c] = k.k[a][b][c], v.kd[a][b][c] = k.kd[a][b][c];
-  return v;
-}
-
-// The variants w4a16_decode_choice picks (kDecodeLdg, kDecodeLean16, kDecodeLean12).
+// The variants w4a16_decode_choice picks (kDecodeLean16, kDecodeLean12).
 const Variant& variant(int v) {
   static const Variant kV[] = {
-      ldg_variant(16, 1, 8, 96, "LDG: 16 warps, 1 blk/SM, 8-chunk items, rolling refill, x<=96K"),
-      lean_variant(0, 16, 1, 8, 96, "LEAN: 16 warps, 1 blk/SM, 8 chunks in flight, x<=96K"),
-      lean_variant(1, 12, 1, 8, 96, "LEAN: 12 warps, 1 blk/SM, 8 chunks in flight, x<=96K"),
+      {{16, 1, 8, 96, "LEAN: 16 warps, 1 blk/SM, 8 chunks in flight, x<=96K"}, lean_kernels(0)},
+      {{12, 1, 8, 96, "LEAN: 12 warps, 1 blk/SM, 8 chunks in flight, x<=96K"}, lean_kernels(1)},
   };
   return kV[v];
 }
-constexpr int kNumVariants = 3;
+constexpr int kNumVariants = 2;
 
 struct Plan {
   DecArgs a;
   int blocks;
   int smem;
-  bool det;  // fixed-order sums (the lean family's deterministic kernels): asked for, or the whole_tiles rule
+  bool det;  // fixed-order sums (the deterministic kernels): asked for, or the whole_tiles rule
 };
 
-// det: the lean family's deterministic mode.
+// x rows + zero row | Σx [gps][16] | tile sums (or det: warp slots).
 int smem_for(const DecodeVariantInfo& vi, const DecArgs& a, bool det) {
-  if (vi.family == 2) {  // x rows + zero row | Σx [gps][16] | tile sums (or det: warp slots)
-    const int mt = a.mrows > 8 ? 2 : 1;
-    const int br = std::max(1, a.br);
-    const int sums = det ? vi.warps * 2 * 4 * mt * 32 * 4 : (a.tsm ? ((a.ntiles + br - 1) / br + 1) * 4 * mt * 32 * 4 : 0);
-    return (a.mrows + 1) * a.xrow + a.gps * 64 + sums;
-  }
-  return a.mrows * a.xrow + a.mrows * a.gps * 4;  // register-direct: x rows | Σx
+  const int mt = a.mrows > 8 ? 2 : 1;
+  const int br = std::max(1, a.br);
+  const int sums = det ? vi.warps * 2 * 4 * mt * 32 * 4 : (a.tsm ? ((a.ntiles + br - 1) / br + 1) * 4 * mt * 32 * 4 : 0);
+  return (a.mrows + 1) * a.xrow + a.gps * 64 + sums;
 }
 
 Plan plan_for(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms, int xcap_override, bool det) {
@@ -82,7 +53,6 @@ Plan plan_for(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms, 
   a.ngroups = w.kp / w.group;
   a.ntiles = (w.n + 15) / 16;
   a.mrows = std::min(m, 16);
-  det = det && vi.family == 2;
   p.det = det;
   const int smem_max = 227 * 1024 / vi.blocks_per_sm - 1024;
   const int xcap = xcap_override > 0 ? xcap_override : vi.xcap_kb * 1024;
@@ -91,12 +61,13 @@ Plan plan_for(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms, 
   for (int S = 1;; ++S) {
     a.gps = (a.ngroups + S - 1) / S;
     a.xrow = a.gps * w.group * 2 + 16;
-    const int xb = (a.mrows + (vi.family == 2)) * (a.xrow + a.gps * 4);
+    const int xb = (a.mrows + 1) * (a.xrow + a.gps * 4);
     a.S = (a.ngroups + a.gps - 1) / a.gps;
-    a.br = std::max(1, blocks / a.S);
+    // The kernel splits a split's units with 32-bit products: units · blocks per split < 2^31.
+    a.br = int(std::max(1L, std::min<long>(blocks / a.S, ((1L << 31) - 1) / (long(a.ntiles) * a.gps))));
     if ((xb <= xcap && smem_for(vi, a, det) <= smem_max) || a.gps == 1) break;
   }
-  if (vi.family == 2 && !det) {  // block-local tile sums if they fit beside the slice
+  if (!det) {  // block-local tile sums if they fit beside the slice
     a.tsm = 1;  // smem_for counts the tile sums when tsm is set
     a.tsm = smem_for(vi, a, det) <= smem_max;
   }
@@ -105,12 +76,12 @@ Plan plan_for(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms, 
   return p;
 }
 
-// The plan with the summation order DecodeTuning asks for (deterministic, whole_tiles): the
-// lean family sums in fixed order when asked to, or by the whole_tiles rule (evaluated on the
+// The plan with the summation order DecodeTuning asks for (deterministic, whole_tiles): sums in
+// fixed order when asked to, or by the whole_tiles rule (evaluated on the
 // arrival-order plan: more than 32 SMs, at most 4 tiles per block of a split).
 Plan make_plan(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms, const DecodeTuning& t) {
   const Plan p = plan_for(m, w, vi, sms, t.xcap, t.deterministic);
-  if (vi.family != 2 || p.det || t.whole_tiles == 0) return p;
+  if (p.det || t.whole_tiles == 0) return p;
   if (t.whole_tiles == 1 || (sms > 32 && p.a.ntiles <= 4 * p.a.br)) return plan_for(m, w, vi, sms, t.xcap, true);
   return p;
 }
@@ -119,12 +90,9 @@ Plan make_plan(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms,
 
 // The lean 16-warp variant everywhere except m > 8 on more than 32 SMs with weights under 10^8
 // elements, where the 12-warp one is faster (H200, g4c_gpu_decode_bench, BENCHMARKS.md "W4A16
-// decode GEMM"). Shapes whose unit count would overflow the lean kernels' 32-bit range split take
-// the register-direct kernel.
+// decode GEMM").
 int w4a16_decode_choice(int m, const Int4Weight& w, int sms) {
   if (m < 1 || m > 16) return -1;
-  const long units = long((w.n + 15) / 16) * std::max(1, w.kp / std::max(1, w.group));
-  if (units * std::max(1, 2 * sms) >= (long(1) << 31)) return kDecodeLdg;
   return sms > 32 && m > 8 && double(w.n) * w.kp < 1e8 ? kDecodeLean12 : kDecodeLean16;
 }
 
@@ -133,7 +101,7 @@ DecodeVariantInfo w4a16_decode_variant_info(int v) { return variant(v).info; }
 
 namespace {
 // Workspace: tile counters [ntiles, even] (256-aligned), then fp32 slots of 16 × 16, all zero
-// between launches: one per tile; the lean family's deterministic mode one per (split, tile).
+// between launches: one per tile; the deterministic mode one per (split, tile).
 size_t counters_bytes(const Int4Weight& w) { return ((w.n + 31) / 32 * 2 * 4 + 255) / 256 * 256; }
 size_t workspace_need(const Int4Weight& w, const Plan& p) {
   const size_t ntiles = (w.n + 31) / 32 * 2;
@@ -174,7 +142,7 @@ cudaError_t w4a16_decode(const bf16* x, int m, int ldx, const Int4Weight& w, Epi
   if (w.group != 64 && w.group != 128) return cudaErrorInvalidValue;
   const int mi = m <= 8 ? 0 : 1, gi = w.group / 64 - 1;
   const int ai = w.zeros != nullptr;
-  const void* kern = det ? v.kd[mi][gi][ai] : v.k[mi][gi][ai];
+  const void* kern = det ? v.k.kd[mi][gi][ai] : v.k.k[mi][gi][ai];
   // Dynamic shared memory limit: raised once per kernel to the maximum (process-wide).
   static bool raised[kNumVariants][2][2][2][2] = {};
   bool& r = raised[vi][mi][gi][ai][det];
@@ -189,17 +157,13 @@ cudaError_t w4a16_decode(const bf16* x, int m, int ldx, const Int4Weight& w, Epi
   float* ws = reinterpret_cast<float*>(static_cast<unsigned char*>(workspace) + counters_bytes(w));
   DecArgs a = p.a;
   if (tuning.no_block_sums && !det) a.tsm = 0;
-  // The lean kernels split a split's units with 32-bit products (units · blocks < 2^31).
-  if (v.info.family == 2 && long(a.ntiles) * a.gps * std::max(a.br, 1) >= (long(1) << 31)) return cudaErrorInvalidValue;
   Int4Weight wv = w;
   void* args[] = {static_cast<void*>(&x), static_cast<void*>(&ldx), static_cast<void*>(&wv),
                   static_cast<void*>(&e), static_cast<void*>(&a), static_cast<void*>(&ws),
                   static_cast<void*>(&counters)};
-  if (!tuning.pdl)
-    return cudaLaunchKernel(kern, dim3(p.blocks), dim3(v.info.warps * 32), args, size_t(p.smem), stream);
   cudaLaunchAttribute at;
   const cudaLaunchConfig_t cfg =
-      pdl_launch_config(dim3(p.blocks), dim3(v.info.warps * 32), size_t(p.smem), stream, true, &at);
+      pdl_launch_config(dim3(p.blocks), dim3(v.info.warps * 32), size_t(p.smem), stream, tuning.pdl, &at);
   return cudaLaunchKernelExC(&cfg, kern, args);
 }
 

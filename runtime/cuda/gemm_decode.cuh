@@ -11,9 +11,8 @@
 // (range ends, S > 1) add into an fp32 workspace and the contributor that completes the tile's
 // group count applies the epilogue — in arrival order (the last bit can differ between runs), or
 // in a fixed order (whole-tile block ranges; DecodeTuning::deterministic, and by the whole_tiles
-// rule). Kernels: gemm_decode_lean.cu (the lean family, 16 and 12 warps), gemm_decode_ldg.cu (the
-// register-direct kernel for shapes whose unit count overflows the lean kernels' 32-bit range
-// split). Measured in BENCHMARKS.md "W4A16 decode GEMM".
+// rule). Kernels: gemm_decode_lean.cu (16 and 12 warps). Measured in BENCHMARKS.md "W4A16
+// decode GEMM".
 #pragma once
 
 #include "runtime/cuda/gemm.cuh"
@@ -21,20 +20,16 @@
 namespace g4c::cuda {
 
 // The variants (w4a16_decode_choice).
-constexpr int kDecodeLdg = 0;     // register-direct, 16 warps (units beyond the lean range split)
-constexpr int kDecodeLean16 = 1;  // lean, 16 warps, 8 chunks in flight
-constexpr int kDecodeLean12 = 2;  // lean, 12 warps, 8 chunks in flight
+constexpr int kDecodeLean16 = 0;  // lean, 16 warps, 8 chunks in flight
+constexpr int kDecodeLean12 = 1;  // lean, 12 warps, 8 chunks in flight
 
 // Launch parameters of one variant (compile-time in the kernel; listed for benchmarks).
 struct DecodeVariantInfo {
   int warps;           // warps per block
   int blocks_per_sm;   // blocks per SM in the persistent grid
-  int stages;          // 0 (weights go to registers, no shared-memory ring)
-  int units_per_stage; // chunks in flight per lane
-  int tiles_per_unit;  // 16-row tiles per unit
+  int chunks;          // chunks in flight per lane (weights go to registers)
   int xcap_kb;         // activation slice budget per block (KB); more → fewer k splits
   const char* name;
-  int family = 0;      // 1: register-direct (gemm_decode_ldg.cu), 2: lean (gemm_decode_lean.cu)
 };
 int w4a16_decode_num_variants();
 DecodeVariantInfo w4a16_decode_variant_info(int v);
@@ -47,15 +42,15 @@ struct DecodeTuning {
   // first weights, then waits (griddepcontrol.wait) for that kernel to finish before it reads x,
   // Σx or the workspace or writes y. Only for weights nothing in flight writes (not streamed).
   bool pdl = false;
-  // Lean family (the register-direct kernel ignores it): sum the parts of a tile in a fixed order, so the output
+  // Sum the parts of a tile in a fixed order, so the output
   // is bitwise the same in every run with the same inputs, plan and SM count (block ranges hold
   // whole tiles; speed vs arrival order in BENCHMARKS.md). Needs the larger workspace
   // w4a16_decode_workspace_bytes gives for it.
   bool deterministic = false;
-  // Lean family only, arrival-order mode (tests): every tile through the fp32 workspace, as when
+  // Arrival-order mode (tests): every tile through the fp32 workspace, as when
   // the block-local tile sums do not fit in shared memory.
   bool no_block_sums = false;
-  // Lean family, when not `deterministic`: block ranges on tile boundaries, summed as in the
+  // When not `deterministic`: block ranges on tile boundaries, summed as in the
   // deterministic mode (so bitwise reproducible too), instead of stream-K ranges summed in
   // arrival order. -1: where w4a16_decode_whole_tiles says (measured faster there), 0: never (the
   // arrival-order kernels), 1: always (tests).
@@ -70,7 +65,7 @@ struct DecodeTuning {
 bool w4a16_decode_whole_tiles(int m, const Int4Weight& w, int sms, const DecodeTuning& tuning);
 
 // Workspace: int tile counters, then fp32 partial-sum slots of 16 × 16 (one per tile; in the
-// lean family's deterministic mode one per (k split, tile)). Must be ZERO before first use
+// deterministic mode one per (k split, tile)). Must be ZERO before first use
 // (cudaMemset once); launches leave it zero. Enough for any m ≤ 16 with variant
 // `tuning.variant` (−1: any variant w4a16_decode_choice picks) on `tuning.sms` SMs (0: the
 // device's) at activation budget `tuning.xcap`, in mode `tuning.deterministic`. Not shared by

@@ -1,5 +1,4 @@
-// Device code shared by the W4A16 decode kernels (gemm_decode_lean.cu, gemm_decode_ldg.cu): PTX
-// helpers, the host-computed split plan (DecArgs), the activation-slice fill and the tile flush (direct epilogue, or fp32
+// Device code of the W4A16 decode kernels (gemm_decode_lean.cu): PTX helpers, the host-computed split plan (DecArgs), the activation-slice fill and the tile flush (direct epilogue, or fp32
 // partials + tile counter, the last contributor applying the epilogue). Only included from .cu.
 #pragma once
 
@@ -32,13 +31,6 @@ __device__ __forceinline__ void mma_bf16_nv(float (&d)[4], const uint32_t (&a)[4
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-__device__ __forceinline__ uint4 lds128(const void* p) {
-  uint4 v;
-  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "r"(smem_u32(p)));
-  return v;
-}
 
 // Kernel arguments computed by the host plan.
 struct DecArgs {
@@ -50,7 +42,7 @@ struct DecArgs {
   int ntiles;
   int mrows;  // min(m, 16)
   int xrow;   // bytes per activation row in smem (gps·G·2 + 16)
-  int tsm;    // lean family: 1 = tiles inside a block are summed in shared memory, 0 = all tiles
+  int tsm;    // 1 = tiles inside a block are summed in shared memory, 0 = all tiles
               // through the workspace (their shared memory would not fit). Unused in the
               // deterministic mode.
 };
@@ -110,49 +102,6 @@ __device__ __forceinline__ SplitPos decode_split_pos(const DecArgs& a) {
   const int split = blockIdx.x / a.br;
   const int g0 = split * a.gps;
   return SplitPos{int(blockIdx.x) - split * a.br, g0, min(a.gps, a.ngroups - g0), split};
-}
-
-// The lane's B fragments of 64-chunk `cl` of the split's activation slice (rows ≥ mrows zero).
-template <int MT>
-__device__ __forceinline__ void decode_load_x(const unsigned char* xs, const DecArgs& a, int cl, int g, int t,
-                                              uint4 (&xb)[MT][2]) {
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    const int row = mt * 8 + g;
-    const uint4* xp = reinterpret_cast<const uint4*>(xs + row * a.xrow + cl * 128 + t * 32);
-    xb[mt][0] = row < a.mrows ? xp[0] : make_uint4(0, 0, 0, 0);
-    xb[mt][1] = row < a.mrows ? xp[1] : make_uint4(0, 0, 0, 0);
-  }
-}
-
-// One 64-chunk of a 16-row tile: the lane's 16 INT4 fragment bytes `cw` as exact bf16 128+code,
-// times the activation fragments, into two accumulator chains (even / odd k16 steps).
-template <int MT>
-__device__ __forceinline__ void decode_chunk_mma(const uint4& cw, const uint4 (&xb)[MT][2], float (&acc2)[2][MT][4]) {
-#pragma unroll
-  for (int ks = 0; ks < 4; ++ks) {
-    const uint32_t word = ks == 0 ? cw.x : ks == 1 ? cw.y : ks == 2 ? cw.z : cw.w;
-    uint32_t af[4];
-#pragma unroll
-    for (int q = 0; q < 4; ++q) af[q] = ((word >> (4 * q)) & 0x000F000Fu) | 0x43004300u;
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      const uint32_t b0 = ks == 0 ? xb[mt][0].x : ks == 1 ? xb[mt][0].z : ks == 2 ? xb[mt][1].x : xb[mt][1].z;
-      const uint32_t b1 = ks == 0 ? xb[mt][0].y : ks == 1 ? xb[mt][0].w : ks == 2 ? xb[mt][1].y : xb[mt][1].w;
-      mma_bf16_nv(acc2[ks & 1][mt], af, b0, b1);
-    }
-  }
-}
-
-// The lane's Σx of group `gl` of the split for its tokens (2t, 2t+1 of each n8 tile).
-template <int MT>
-__device__ __forceinline__ void decode_load_xsum(const float* xsum, const DecArgs& a, int gl, int t, float (&xv)[MT][2]) {
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    const int t0 = mt * 8 + 2 * t, t1 = t0 + 1;
-    xv[mt][0] = t0 < a.mrows ? xsum[t0 * a.gps + gl] : 0.f;
-    xv[mt][1] = t1 < a.mrows ? xsum[t1 * a.gps + gl] : 0.f;
-  }
 }
 
 // Group end: acc += s·(T − (128 + z)·Σx) in fp32, rows g (scale/zero low half) and g+8 (high).
@@ -234,13 +183,7 @@ __device__ __forceinline__ void decode_flush_tile(const DecArgs& a, const EpiArg
   decode_finish<MT>(e, tile, g, t, v);
 }
 
-// Register-direct family (gemm_decode_ldg.cu): kernel pointers of variant i, indexed
-// [m > 8][group / 64 − 1]; all null past the last variant.
-struct LdgKernels {
-  const void* k[2][2];
-};
-LdgKernels ldg_kernels();
-// Lean register-direct family (gemm_decode_lean.cu): [m > 8][group / 64 − 1][asym]; kd: the
+// Lean family (gemm_decode_lean.cu): [m > 8][group / 64 − 1][asym]; kd: the
 // deterministic-mode kernels.
 struct LeanKernels {
   const void* k[2][2][2];

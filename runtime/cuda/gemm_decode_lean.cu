@@ -1,13 +1,9 @@
-// W4A16 decode GEMM, m ≤ 16: the lean register-direct family (variants listed in
+// W4A16 decode GEMM, m ≤ 16: the lean register-direct kernels (variants listed in
 // gemm_decode.cu; API in gemm_decode.cuh).
 //
-// Why: ncu of the register-direct kernel (gemm_decode_ldg.cu) on the 12B gate+up shape
-// (M = 1, 132 SMs): 15.3 M warp instructions for 115,200 chunks of 512 bytes = 133
-// per chunk, 0.52 issued per cycle and scheduler (3.9 warps, 0.98 eligible), DRAM 37.6%. The math
-// of a chunk needs ~45 (1 load, 2 shared loads, 28 ALU nibble → bf16, 4 mma, a share of the group
-// fix-up); the rest was per-chunk bookkeeping: item boundaries that need not align with tiles
-// (`c < nc` tests, divisions per item), predicated activation loads for rows ≥ m, runtime
-// zero-point handling. Here everything that is not math is per group or per tile:
+// Why: the math of a 512-byte chunk needs ~45 warp instructions (1 load, 2 shared loads, 28 ALU
+// nibble → bf16, 4 mma, a share of the group fix-up); everything that is not math is per group or
+// per tile, so the kernel stays memory-bound:
 //  - work is whole groups: a split's (tile, group) units, tile-major, one contiguous range per
 //    block and, inside it, per warp; two cursors (the one loading D chunks ahead, the one
 //    computing) step by pointer increments, no division after the prologue;
@@ -24,15 +20,13 @@
 //    first and last tiles go to its two shared-memory slots and, after the block's barrier, the
 //    warp holding a shared tile's first unit adds the slots in warp order. With k split, the
 //    contributor completing a tile's group count adds the splits' slots in split order, applies
-//    the epilogue and zeroes them. Measured (BENCHMARKS.md): 5–12% faster than
-//    arrival order on 132 SMs where a split's blocks get ≤ 4 tiles (no tile shared by blocks),
-//    up to 5% slower on down at M ≥ 4; 0.4–7% slower in the 16-SM context at M ≤ 8. So the
-//    default (DecodeTuning::whole_tiles = -1) takes these kernels on more than 32 SMs when a
-//    split's blocks get ≤ 4 tiles, the arrival-order ones elsewhere.
-// Numerics and accumulation order are the register-direct kernel's: A = exact bf16 (128 + code),
-// two mma chains (even / odd k16 steps) per group, T = chain0 + chain1, acc += s·(T − (128+z)·Σx).
-// The sums of a tile split between warps are added in a different order (fp32, within a bound
-// that the tests state): in arrival order, or (DET) in the same order in every run.
+//    the epilogue and zeroes them. The default (DecodeTuning::whole_tiles = -1) takes these
+//    kernels on more than 32 SMs when a split's blocks get ≤ 4 tiles (faster there,
+//    BENCHMARKS.md), the arrival-order ones elsewhere.
+// Numerics: A = exact bf16 (128 + code), two mma chains (even / odd k16 steps) per group, T =
+// chain0 + chain1, acc += s·(T − (128+z)·Σx) with the fp32 scale and the per-(token, group) Σx:
+// exact (c − z). The sums of a tile split between warps are added in arrival order, or (DET) in
+// the same order in every run (fp32, within the bound the tests state).
 #include "runtime/cuda/common.cuh"
 #include "runtime/cuda/gemm_decode_common.cuh"
 #include "runtime/cuda/gemm_epilogue.cuh"
@@ -341,7 +335,7 @@ __global__ void __launch_bounds__(NW * 32, BPS)
   const int g = lane >> 2, t = lane & 3;
   const SplitPos sp = decode_split_pos(a);
   const int gs = sp.gs;
-  // 32-bit unsigned arithmetic (w4a16_decode checks U·br < 2^31): 64-bit divisions cost ~100
+  // 32-bit unsigned arithmetic (the plan keeps U·br < 2^31): 64-bit divisions cost ~100
   // instructions each here.
   const unsigned U = unsigned(a.ntiles) * unsigned(gs), br = unsigned(a.br);
   // DET: block ranges on tile boundaries (whole tiles per block, ⌊ntiles·rb/br⌋ …), so no tile

@@ -73,11 +73,8 @@ __device__ __forceinline__ void epi_store2(const EpiArgs& e, int tok, int col, f
 // = (row g, tok 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1) of token block j; `tok` is this lane's
 // token in block 0 (+ 8 per block), `prow` its packed row (+ 8 for acc[4j+2..3]). Straight-line
 // code per kind (EP 0 store, 1 + residual, 2 gelu(gate)·up), no per-element tests; KS > 1: token
-// blocks j ≡ rank (mod KS) only (split-K clusters). Why (ncu, q 3840→4096 at M = 2048):
-// the generic per-element epilogue of the register-A kernel compiled to ~14k SASS
-// instructions (32 token blocks × 2 halves × every kind's branches), so its ~1.8k executed
-// instructions per warp and tile stalled on instruction fetch ("no_instruction"): 29% of the
-// warp samples in the 16-SM context, 37% on the whole H200, with the tensor pipe idle.
+// blocks j ≡ rank (mod KS) only (split-K clusters). Why: a generic per-element epilogue
+// compiled to ~14k SASS instructions and stalled on instruction fetch.
 template <int BT, int KS, int EP>
 __device__ __forceinline__ void epilogue_full_tile_kind(const EpiArgs& e, const float (&acc)[BT / 2], int prow,
                                                         int tok, bool odd, int rank) {

@@ -129,8 +129,7 @@ class CudaBackend final : public runtime::Backend {
   // batch
   void ensure_capacity(int T, int S, int R);
   runtime::KvSizes fit_kv(const runtime::KvSizes& want);
-  // Graphs + lazily loaded modules after KV sizing (fit_kv). 96 MiB was measured 1 MiB short with
-  // batch 10 on the 12B (9985 MiB after capturing the decode graphs).
+  // Graphs + lazily loaded modules after KV sizing (fit_kv); 96 MiB fell short on the 12B.
   static constexpr int kKvReserveMiB = 160;
   void fill_meta(const BatchDesc& b, const Shape& sh);
   int rows_of(int value, const Shape& sh) const;

@@ -34,10 +34,8 @@ struct DeviceFlags {
   int share_values = -1;
 };
 
-// Tokens per step: `asked` (--max-num-batched-tokens) when given, else 1024 on the GPU (measured
-// on the H200, 12B INT4, performance_public: prefill 1.04 s in 512-token steps, 0.73 s in
-// 1024-token steps — the INT4 GEMMs at M = 1024 run at a higher rate), else 0 (the engine's
-// max(512, batch)) on the CPU.
+// Tokens per step: `asked` (--max-num-batched-tokens) when given, else 1024 on the GPU (the INT4
+// GEMMs run at a higher rate at M = 1024 than 512), else 0 (the engine's max(512, batch)) on the CPU.
 inline int step_token_budget(const DeviceFlags& f, int asked) {
   return asked > 0 ? asked : f.device == "cuda" ? 1024 : 0;
 }

@@ -3,7 +3,7 @@
 // multiple of the group), sym/asym, fp16/bf16 scales, group 64/128, all epilogues, output
 // poisoned before each run, and grids forced small (many units and partial tiles per warp) and
 // activation budgets forced small (many k splits through the fp32 workspace), in both
-// summation modes. The lean family's deterministic mode must also give bitwise the same output
+// summation modes. The deterministic mode must also give bitwise the same output
 // run after run.
 #include <algorithm>
 #include <utility>
@@ -134,8 +134,8 @@ void run_case(const Case& c) {
   // Grid tunings: the stream's SMs; 3 SMs (many units, tile changes and partial tiles per
   // warp); 2 SMs with a 4 KB activation budget (k cut into many splits); 40 SMs with an 8 KB
   // budget (tiles shared by several blocks in each of several splits); 3 SMs with every tile
-  // through the workspace (lean family: what it does when its block-local sums do not fit).
-  // Each also in deterministic mode (lean family; the others ignore it).
+  // through the workspace (what the kernel does when its block-local sums do not fit).
+  // Each also in deterministic mode.
   const cuda::DecodeTuning tunings[] = {tuning(0, 0),          tuning(3, 0),          tuning(2, 4096),
                                         tuning(40, 8192),      tuning(3, 0, false, true), tuning(0, 0, true),
                                         tuning(3, 0, true),    tuning(2, 4096, true), tuning(40, 8192, true)};
@@ -187,6 +187,31 @@ TEST(GpuW4Decode, GateUp) {
   run_case({13, 136, 520, 64, true, true, Epilogue::GeluMul});
   run_case({1, 40, 256, 128, false, false, Epilogue::GeluMul});
   run_case({8, 264, 3840, 128, false, true, Epilogue::GeluMul});
+}
+
+// Units · blocks per split would pass 2^31 (the kernel's 32-bit range split): the plan takes
+// fewer blocks per split there. 2^16 tiles of one group on a grid sized for 2^17 SMs: 2^33.
+TEST(GpuW4Decode, WideRangeSplit) {
+  G4C_REQUIRE_GPU();
+  const Case c{1, 1 << 20, 128, 128, false, true, Epilogue::Store};
+  std::mt19937_64 rng(case_seed(c));
+  Prepared p(c, rng);
+  const cuda::DecodeTuning tunings[] = {tuning(1 << 17, 0), tuning(1 << 17, 0, true)};
+  const size_t wsb = workspace_all(p.w, tunings);
+  DevBuf<uint8_t> wsbuf(wsb);
+  G4C_CUDA_OK(cudaMemset(wsbuf.p, 0, wsb));
+  for (int v = 0; v < cuda::w4a16_decode_num_variants(); ++v)
+    for (cuda::DecodeTuning tu : tunings) {
+      tu.variant = v;
+      poison(p.y.p, p.y.bytes());
+      G4C_CUDA_OK(cuda::w4a16_decode(p.dx.p, c.m, c.k, p.w, c.ep, p.o, wsbuf.p, wsb, tu, nullptr));
+      G4C_CUDA_OK(cudaDeviceSynchronize());
+      size_t bad = 0;
+      const double err = p.error(&bad);
+      EXPECT_EQ(bad, 0u) << "variant " << v << " det " << tu.deterministic;
+      EXPECT_LT(err, p.bound()) << "variant " << v << " det " << tu.deterministic;
+      EXPECT_TRUE(all_zero(wsbuf)) << "variant " << v << " det " << tu.deterministic;
+    }
 }
 
 // The runtime shares one workspace (sized w4a16_workspace_bytes(16, ·, its KernelOptions),
@@ -244,8 +269,7 @@ TEST(GpuW4Decode, DispatchChoice) {
         EXPECT_TRUE(v >= 0 && v < cuda::w4a16_decode_num_variants()) << m << " " << sms;
       }
   // The measured rule (gemm_decode.cu): the 16-warp lean variant, except m > 8 on the whole GPU
-  // for weights below 10^8 elements (the 12-warp one); units past the lean range split: the
-  // register-direct kernel.
+  // for weights below 10^8 elements (the 12-warp one).
   EXPECT_EQ(cuda::w4a16_decode_choice(1, q, 132), cuda::kDecodeLean16);
   EXPECT_EQ(cuda::w4a16_decode_choice(8, gu, 132), cuda::kDecodeLean16);
   EXPECT_EQ(cuda::w4a16_decode_choice(9, q, 132), cuda::kDecodeLean12);
@@ -256,9 +280,6 @@ TEST(GpuW4Decode, DispatchChoice) {
   EXPECT_EQ(cuda::w4a16_decode_choice(16, down, 132), cuda::kDecodeLean12);
   EXPECT_EQ(cuda::w4a16_decode_choice(8, down, 16), cuda::kDecodeLean16);
   EXPECT_EQ(cuda::w4a16_decode_choice(17, q, 16), -1);
-  cuda::Int4Weight huge = q;  // 2^23 tiles of one group: units · 2 · 132 SMs ≥ 2^31
-  huge.n = 16 << 23; huge.k = huge.kp = 128;
-  EXPECT_EQ(cuda::w4a16_decode_choice(1, huge, 132), cuda::kDecodeLdg);
 }
 
 // DecodeTuning::whole_tiles = -1 (the default): fixed-order whole-tile ranges on more than 32 SMs
@@ -281,16 +302,13 @@ TEST(GpuW4Decode, WholeTilesRule) {
   // m = 8: 3 splits (9 · (10256 + 160) B fits, 2 splits' 140544 B do not), 44 blocks each: 240 > 176.
   EXPECT_FALSE(cuda::w4a16_decode_whole_tiles(8, down, 132, rule));
   for (int m : {1, 8, 16}) EXPECT_FALSE(cuda::w4a16_decode_whole_tiles(m, q, 16, rule)) << m;  // <= 32 SMs
-  cuda::DecodeTuning never, always, det, bulk;
+  cuda::DecodeTuning never, always, det;
   never.whole_tiles = 0;
   always.whole_tiles = 1;
   det.deterministic = true;
-  bulk.variant = cuda::kDecodeLdg;  // the register-direct kernel sums in arrival order only
-  bulk.whole_tiles = 1;
   EXPECT_FALSE(cuda::w4a16_decode_whole_tiles(1, q, 132, never));
   EXPECT_TRUE(cuda::w4a16_decode_whole_tiles(1, gu, 16, always));
   EXPECT_TRUE(cuda::w4a16_decode_whole_tiles(1, gu, 16, det));
-  EXPECT_FALSE(cuda::w4a16_decode_whole_tiles(1, q, 132, bulk));
   EXPECT_FALSE(cuda::w4a16_decode_whole_tiles(17, q, 132, rule));
 }
 
@@ -311,7 +329,7 @@ TEST(GpuW4Decode, PdlWaitsForTheKernelThatWritesX) {
   cudaStream_t s;
   G4C_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   for (int v = 0; v < cuda::w4a16_decode_num_variants(); ++v) {
-    for (int whole : {0, 1}) {  // lean family: arrival-order and whole-tile (fixed-order) kernels
+    for (int whole : {0, 1}) {  // arrival-order and whole-tile (fixed-order) kernels
       poison(p.dx.p, p.dx.bytes());
       poison(p.y.p, p.y.bytes());
       G4C_CUDA_OK(cudaDeviceSynchronize());
@@ -331,7 +349,7 @@ TEST(GpuW4Decode, PdlWaitsForTheKernelThatWritesX) {
   G4C_CUDA_OK(cudaStreamDestroy(s));
 }
 
-// Deterministic mode: the lean family sums the parts of a tile in a fixed order (warp order in a
+// Deterministic mode: the kernel sums the parts of a tile in a fixed order (warp order in a
 // block, block order in a split, split order), so the same inputs give bitwise the same output in
 // every run, whichever warp or block finishes first. Cases with tiles shared by many warps,
 // blocks and k splits (the default mode adds them in arrival order, with red.add, and its output
@@ -351,7 +369,7 @@ TEST(GpuW4Decode, LeanDeterministicModeIsBitwiseReproducible) {
     const size_t wsb = workspace_all(p.w, tunings);
     DevBuf<uint8_t> wsbuf(wsb);
     G4C_CUDA_OK(cudaMemset(wsbuf.p, 0, wsb));
-    for (int v = cuda::kDecodeLean16; v < cuda::w4a16_decode_num_variants(); ++v)
+    for (int v = 0; v < cuda::w4a16_decode_num_variants(); ++v)
       for (cuda::DecodeTuning tu : tunings) {
         tu.variant = v;
         std::vector<bf16> first;
@@ -400,13 +418,14 @@ TEST(GpuW4Decode, RejectsBadArguments) {
   EXPECT_EQ(cuda::w4a16_decode(nullptr, 17, 128, w, Epilogue::Store, o, ws.p, ws.bytes(), {}, nullptr),
             cudaErrorInvalidValue);
   // 4 bytes short of the variant's workspace (at m = 16 its need is the bound: the most k splits).
-  for (int v : {cuda::kDecodeLdg, cuda::kDecodeLean16, -cuda::kDecodeLean16}) {
-    cuda::DecodeTuning t = tuning(0, 0, v < 0);
-    t.variant = v < 0 ? -v : v;
-    EXPECT_EQ(cuda::w4a16_decode(nullptr, 16, 128, w, Epilogue::Store, o, ws.p,
-                                 cuda::w4a16_decode_workspace_bytes(w, t) - 4, t, nullptr),
-              cudaErrorInvalidValue) << v;
-  }
+  for (int v : {cuda::kDecodeLean16, cuda::kDecodeLean12})
+    for (bool det : {false, true}) {
+      cuda::DecodeTuning t = tuning(0, 0, det);
+      t.variant = v;
+      EXPECT_EQ(cuda::w4a16_decode(nullptr, 16, 128, w, Epilogue::Store, o, ws.p,
+                                   cuda::w4a16_decode_workspace_bytes(w, t) - 4, t, nullptr),
+                cudaErrorInvalidValue) << v << " " << det;
+    }
   cuda::DecodeTuning t;
   t.variant = cuda::w4a16_decode_num_variants();
   EXPECT_EQ(cuda::w4a16_decode(nullptr, 1, 128, w, Epilogue::Store, o, ws.p, ws.bytes(), t, nullptr),
