@@ -13,6 +13,15 @@ export const MODEL = path.join(SRC, 'models/gemma4-tiny');
 export const SERVER = process.env.G4C_SERVE_BIN || path.join(BIN, 'bin/g4c');
 export const SERVER_ARGS = process.env.G4C_SERVE_BIN ? [] : ['serve'];
 
+// Every process the tests spawn through startServer: killed when the test exits, whatever the way
+// (a failed check exits at once), so no server outlives its test.
+const children = new Set();
+process.on('exit', () => { for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL'); });
+export function track(proc) {
+  children.add(proc);
+  return proc;
+}
+
 export function fail(msg) {
   console.error('FAIL: ' + msg);
   process.exit(1);
@@ -27,7 +36,7 @@ export function tmpdir(name) {
 // Starts a server; resolves with {proc, port, url, stderr()} once it listens.
 export function startServer(extra = [], { timeoutMs = 120000 } = {}) {
   const args = [...SERVER_ARGS, '--model', MODEL, '--host', '127.0.0.1', '--port', '0', '--threads', '2', ...extra];
-  const proc = spawn(SERVER, args, { stdio: ['ignore', 'inherit', 'pipe'] });
+  const proc = track(spawn(SERVER, args, { stdio: ['ignore', 'inherit', 'pipe'] }));
   let err = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error('server did not start:\n' + err)); }, timeoutMs);

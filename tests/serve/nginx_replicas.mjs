@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { startServer, waitExit, runExpected, serialExpected, request, metrics, check, fail, tmpdir, PROMPTS } from './lib.mjs';
+import { track, startServer, waitExit, runExpected, serialExpected, request, metrics, check, fail, tmpdir, PROMPTS } from './lib.mjs';
 
 const NGINX = process.env.NGINX || '/usr/sbin/nginx';
 if (!fs.existsSync(NGINX)) { console.log('nginx not installed: SKIPPED'); process.exit(77); }
@@ -27,7 +27,7 @@ const conf = fs.readFileSync(path.join(path.dirname(new URL(import.meta.url).pat
   .replaceAll('@PREFIX@', prefix).replaceAll('@PORT@', String(port))
   .replace('@UPSTREAMS@', [a, b].map((s) => `    server 127.0.0.1:${s.port} max_fails=1 fail_timeout=5s;`).join('\n'));
 fs.writeFileSync(path.join(prefix, 'nginx.conf'), conf);
-const ngx = spawn(NGINX, ['-p', prefix, '-c', path.join(prefix, 'nginx.conf'), '-e', path.join(prefix, 'error.log')], { stdio: 'inherit' });
+const ngx = track(spawn(NGINX, ['-p', prefix, '-c', path.join(prefix, 'nginx.conf'), '-e', path.join(prefix, 'error.log')], { stdio: 'inherit' }));
 let ok = false;
 try {
   for (let t = 0; t < 100 && !ok; ++t) {
