@@ -4,7 +4,7 @@
 # scripts/gpu/test.sh and scripts/gpu/bench.sh — the host has a CUDA driver, Python 3.12 with torch
 # and transformers, and nothing from Debian:
 #   bin/      g4c, g4c_cuda_kernels_test, g4c_cuda_backend_test, g4c_device_flags_test,
-#             g4c_cuda_meta_test, g4c_bench_kernels, g4c_bench_decode, g4c_bench_stream,
+#             g4c_cuda_meta_test, faults_gpu_test, g4c_bench_kernels, g4c_bench_decode, g4c_bench_stream,
 #             g4c_bench_cudart (stripped, xz-compressed: test.sh / bench.sh unpack them)
 #   lib/      the shared libraries g4c links from Debian: cpp-httplib, OpenSSL, zlib, brotli
 #   python/   the Python module (g4c/), built for the Python the GPU host runs: $G4C_PACK_PYTHON
@@ -40,7 +40,7 @@ fi
 grep -q '^CMAKE_CUDA_COMPILER:FILEPATH=..*' "$B/CMakeCache.txt" ||
   { echo "$B: not a CUDA build (configure without -DG4C_ENABLE_CUDA=OFF)" >&2; exit 1; }
 
-BINS=(g4c g4c_cuda_kernels_test g4c_cuda_backend_test g4c_device_flags_test g4c_cuda_meta_test
+BINS=(g4c g4c_cuda_kernels_test g4c_cuda_backend_test g4c_device_flags_test g4c_cuda_meta_test faults_gpu_test
       g4c_bench_kernels g4c_bench_decode g4c_bench_stream g4c_bench_cudart)
 TARGETS=("${BINS[@]}")
 PB=$B

@@ -5,7 +5,8 @@
 #   1. g4c_cuda_kernels_test   (tests/cuda_kernels: GEMM, decode GEMM, attention, fused ops)
 #   2. g4c_cuda_backend_test   (tests/cuda_backend: tiny model vs HF goldens, INT4 vs CPU, two
 #                               engines with different kernel options, device tokens, GPTQ)
-#   3. g4c_device_flags_test, g4c_cuda_meta_test (host-side, run here too)
+#   3. g4c_device_flags_test, g4c_cuda_meta_test (host-side, run here too), faults_gpu_test
+#      (device allocation failures injected at open and mid-run)
 #   4. the Python module's device="cuda" tests (tests/python/test_engine.py -k cuda)
 #   5. compute-sanitizer --tool memcheck over 1 and 2 (G4C_SANITIZER_FILTER: a gtest filter for
 #      both, default all tests)
@@ -58,6 +59,7 @@ gtest kernels g4c_cuda_kernels_test
 gtest backend g4c_cuda_backend_test
 gtest device_flags g4c_device_flags_test
 gtest cuda_meta g4c_cuda_meta_test
+gtest faults faults_gpu_test
 
 echo "== python device=cuda"
 if [ ! -d "$P/python/g4c" ]; then
