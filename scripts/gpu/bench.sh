@@ -40,7 +40,9 @@ unpack() {  # unpack PACKDIR NAME -> prints the path of its g4c
   mkdir -p "$WORK/$2"
   xz -dc "$1/bin/g4c.xz" > "$WORK/$2/g4c" && chmod +x "$WORK/$2/g4c" && echo "$WORK/$2/g4c"
 }
-export LD_LIBRARY_PATH=$NEW/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}  # cpp-httplib and its libraries
+mkdir -p "$WORK/lib"  # g4c's cpp-httplib and its libraries
+for f in "$NEW"/lib/*.xz; do [ -e "$f" ] && xz -dc "$f" > "$WORK/lib/$(basename "$f" .xz)"; done
+export LD_LIBRARY_PATH=$WORK/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 G_NEW=$(unpack "$NEW" new) || exit 1
 PACKS=(new)
 declare -A G4C=([new]=$G_NEW) DIR=([new]=$NEW)

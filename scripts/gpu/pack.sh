@@ -3,17 +3,18 @@
 # test and benchmark binaries) and packs into OUTDIR everything a GPU host needs to run
 # scripts/gpu/test.sh and scripts/gpu/bench.sh — the host has a CUDA driver, Python 3.12 with torch
 # and transformers, and nothing from Debian:
-#   bin/      g4c, g4c_cuda_kernels_test, g4c_cuda_backend_test, g4c_device_flags_test,
-#             g4c_cuda_meta_test, faults_gpu_test, g4c_bench_kernels, g4c_bench_decode, g4c_bench_stream,
-#             g4c_bench_cudart (stripped, xz-compressed: test.sh / bench.sh unpack them)
-#   lib/      the shared libraries g4c links from Debian: cpp-httplib, OpenSSL, zlib, brotli
+#   bin/      g4c, g4c_cuda_kernels_test, g4c_cuda_backend_test, g4c_cuda_meta_test,
+#             faults_gpu_test, and the binaries named in $G4C_PACK_EXTRA (e.g. "g4c_bench_kernels
+#             g4c_bench_decode g4c_bench_stream g4c_bench_cudart g4c_device_flags_test")
+#             (stripped, xz-compressed: test.sh / bench.sh unpack them)
+#   lib/      the shared libraries g4c links from Debian: cpp-httplib, OpenSSL, zlib, brotli (xz)
 #   python/   the Python module (g4c/), built for the Python the GPU host runs: $G4C_PACK_PYTHON
 #             (e.g. a python3.12 with its headers; its own build folder BUILD_DIR-py, mostly
 #             ccache hits), else BUILD_DIR's python3 (test.sh fails the module's tests, naming
 #             both versions, when they differ)
 #   tests/    tests/python/test_engine.py + conftest.py (the module's device="cuda" tests)
-#   golden/   golden/gemma4-tiny (from $G4C_SHARED_DIR, default ../shared: not in the tree)
-# The tiny model (models/gemma4-tiny) and the datasets (datasets/) are tracked: the GPU host gets
+# The tiny model (models/gemma4-tiny), the HF goldens (tests/data/golden) and the datasets are
+# tracked: the GPU host gets
 # them with the tree, beside OUTDIR, and test.sh / bench.sh read them there (OUTDIR/..), which
 # keeps the pack itself small.
 #   scripts/  test.sh, bench.sh, check_12b_logits.py
@@ -29,7 +30,6 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 [ $# -ge 1 ] || { echo "usage: $0 OUTDIR [BUILD_DIR]" >&2; exit 2; }
 OUT=$1
 B=${2:-$ROOT/build}
-SHARED=${G4C_SHARED_DIR:-$ROOT/../shared}
 case "$(cd "$(dirname "$OUT")" 2>/dev/null && pwd)" in
   "$ROOT") ;;
   *) echo "$OUT: pack into a folder at the repository's top (e.g. .gpu): the GPU host gets it with the tree" >&2; exit 2 ;;
@@ -37,11 +37,12 @@ esac
 if [ ! -f "$B/CMakeCache.txt" ]; then
   cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release
 fi
-grep -q '^CMAKE_CUDA_COMPILER:FILEPATH=..*' "$B/CMakeCache.txt" ||
+grep -q 'compute_90a\|sm_90a' "$B/build.ninja" ||
   { echo "$B: not a CUDA build (configure without -DG4C_ENABLE_CUDA=OFF)" >&2; exit 1; }
 
-BINS=(g4c g4c_cuda_kernels_test g4c_cuda_backend_test g4c_device_flags_test g4c_cuda_meta_test faults_gpu_test
-      g4c_bench_kernels g4c_bench_decode g4c_bench_stream g4c_bench_cudart)
+# (The tree and the pack travel together within 64 MiB: the tree takes 40.)
+# shellcheck disable=SC2206
+BINS=(g4c g4c_cuda_kernels_test g4c_cuda_backend_test g4c_cuda_meta_test faults_gpu_test ${G4C_PACK_EXTRA:-})
 TARGETS=("${BINS[@]}")
 PB=$B
 if [ "${G4C_PACK_NO_PYTHON:-0}" != 1 ]; then
@@ -58,7 +59,7 @@ echo "== building ${TARGETS[*]} in $B"
 cmake --build "$B" -j2 --target "${TARGETS[@]}"
 
 rm -rf "$OUT"
-mkdir -p "$OUT/bin" "$OUT/scripts" "$OUT/tests" "$OUT/golden"
+mkdir -p "$OUT/bin" "$OUT/scripts" "$OUT/tests"
 for b in "${BINS[@]}"; do
   src=$(find "$B/bin" "$B/tests/bin" "$B/bench/bin" -maxdepth 1 -name "$b" -type f 2>/dev/null | head -1)
   [ -n "$src" ] || { echo "$b: not built" >&2; exit 1; }
@@ -73,7 +74,7 @@ for b in "${BINS[@]}"; do
     for l in $extra; do
       case "$l" in
         libcpp-httplib.so.*|libssl.so.*|libcrypto.so.*|libz.so.*|libbrotli*.so.*)
-          cp -L "$(ldd "$src" | awk -v l="$l" '$1 == l {print $3}')" "$OUT/lib/$l" ;;
+          xz -9 -c "$(ldd "$src" | awk -v l="$l" '$1 == l {print $3}')" > "$OUT/lib/$l.xz" ;;
         *) echo "g4c needs a shared library the GPU host lacks: $l" >&2; exit 1 ;;
       esac
     done
@@ -92,15 +93,10 @@ if [ "${G4C_PACK_NO_PYTHON:-0}" != 1 ]; then
   find "$OUT/python" -name "__pycache__" -prune -exec rm -rf {} \;
 fi
 cp "$ROOT/tests/python/test_engine.py" "$ROOT/tests/python/conftest.py" "$OUT/tests/"
-if [ -d "$SHARED/golden/gemma4-tiny" ]; then
-  cp -r "$SHARED/golden/gemma4-tiny" "$OUT/golden/"
-else
-  echo "warning: $SHARED/golden/gemma4-tiny absent: the golden tests will skip on the GPU host" >&2
-fi
 cp "$ROOT/scripts/gpu/test.sh" "$ROOT/scripts/gpu/bench.sh" "$ROOT/scripts/gpu/check_12b_logits.py" "$OUT/scripts/"
 {
   echo "commit $(git -C "$ROOT" rev-parse HEAD)$(git -C "$ROOT" diff --quiet HEAD || echo ' (+ uncommitted changes)')"
-  echo "built $(grep '^CMAKE_BUILD_TYPE:' "$B/CMakeCache.txt") $(grep '^CMAKE_CUDA_ARCHITECTURES:' "$B/CMakeCache.txt")"
+  echo "built $(grep '^CMAKE_BUILD_TYPE:' "$B/CMakeCache.txt") sm_90a"
   (cd "$OUT" && find . -type f -printf '%s %p\n' | sort -k2)
 } > "$OUT/MANIFEST"
 total=$(du -sm "$OUT" | cut -f1)
