@@ -297,7 +297,7 @@ TEST(CudaBackend, PiecewiseExecutionAndValueRoundTrip) {
   auto kv = e->open_sequence();
   e->grow_sequence(kv, int(ids.size()));
   runtime::BatchDesc b;
-  b.add_sequence(ids.data(), int(ids.size()), 0, kv.ring_slot, &kv.blocks, true, false);
+  b.add_sequence(ids.data(), int(ids.size()), 0, kv.ring_slot, &kv.blocks, true, false, &kv.window_blocks);
   const int mid = e->plan().layer_steps(3).first;
   e->forward(b, 0, mid);
   for (const char* name : {"h", "a"}) {

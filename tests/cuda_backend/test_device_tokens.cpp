@@ -28,9 +28,9 @@ TEST(CudaBackend, DeviceArgmaxEqualsHostArgmax) {
     runtime::BatchDesc b;
     for (size_t i = 0; i < prompts.size(); ++i) {
       if (step == 0)
-        b.add_sequence(prompts[i].data(), int(prompts[i].size()), 0, kvs[i].ring_slot, &kvs[i].blocks, false, true);
+        b.add_sequence(prompts[i].data(), int(prompts[i].size()), 0, kvs[i].ring_slot, &kvs[i].blocks, false, true, &kvs[i].window_blocks);
       else
-        b.add_sequence(&next[i], 1, int(prompts[i].size()), kvs[i].ring_slot, &kvs[i].blocks, false, true);
+        b.add_sequence(&next[i], 1, int(prompts[i].size()), kvs[i].ring_slot, &kvs[i].blocks, false, true, &kvs[i].window_blocks);
     }
     e->forward(b);
     std::vector<int32_t> dev;
@@ -60,7 +60,7 @@ TEST(CudaBackend, DeviceSamplingFollowsTheHostSampler) {
     e->grow_sequence(kvs.back(), int(p.size()));
   }
   for (size_t i = 0; i < prompts.size(); ++i)
-    b.add_sequence(prompts[i].data(), int(prompts[i].size()), 0, kvs[i].ring_slot, &kvs[i].blocks, false, true);
+    b.add_sequence(prompts[i].data(), int(prompts[i].size()), 0, kvs[i].ring_slot, &kvs[i].blocks, false, true, &kvs[i].window_blocks);
   e->forward(b);
   const runtime::SamplingParams ps[] = {{.temperature = 1.0f}, {.temperature = 0.7f, .top_k = 40},
                                         {.temperature = 1.2f, .top_p = 0.9f},
