@@ -53,6 +53,10 @@ TEST(EngineLoop, ConcurrentGreedyEqualsGenerate) {
     EXPECT_EQ(result.tokens, want[i].tokens) << "request " << i;
     EXPECT_EQ(streamed, result.tokens) << "request " << i;
   }
+  // The loop publishes its stats after the step that delivered the last tokens: wait for them
+  // (at most 10 s; a step of the tiny model takes milliseconds).
+  for (int i = 0; i < 1000 && front.stats().running + front.stats().kv_blocks_used > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   const FrontStats st = front.stats();
   EXPECT_EQ(st.running, 0);
   EXPECT_EQ(st.waiting, 0);
