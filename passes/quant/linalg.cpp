@@ -7,6 +7,8 @@
 #include <thread>
 #include <vector>
 
+#include "models/target_clones.h"
+
 namespace g4c::quant {
 
 namespace detail {
@@ -16,7 +18,7 @@ typedef float v8f __attribute__((vector_size(32), aligned(4)));
 // One panel: C[m0..m1, n0..n1) += A(m, k0..k1) · B[k0..k1, n). Register tile 4×16
 // in the body, scalar code for the ragged edges. Compiled twice (AVX2+FMA and the
 // baseline) and dispatched by the loader (GNU ifunc).
-__attribute__((target_clones("arch=x86-64-v3", "default"))) void sgemm_panel(
+G4C_TARGET_CLONES("arch=x86-64-v3", "default") void sgemm_panel(
     int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t k0, int64_t k1, const float* A, int64_t a_sm,
     int64_t a_sk, const float* B, int64_t ldb, float* C, int64_t ldc) {
   int64_t m = m0;
@@ -57,7 +59,7 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) void sgemm_panel(
     }
 }
 
-__attribute__((target_clones("arch=x86-64-v3", "default"))) void daxpy_neg(int64_t n, double a, const double* x,
+G4C_TARGET_CLONES("arch=x86-64-v3", "default") void daxpy_neg(int64_t n, double a, const double* x,
                                                                             double* y) {
   for (int64_t i = 0; i < n; ++i) y[i] -= a * x[i];
 }

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "models/target_clones.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/cpu/kernels.h"
 
@@ -19,7 +20,7 @@ constexpr int kQueryBlock = 64;  // rows sharing one gathered key/value range
 // s[j] = scale · Σ_e q[e]·kt[e·nk + j] for j in [a, b): kt is the key range transposed
 // ([head_dim][nk]). Keys go in register blocks of kKeys, summed over e in order.
 constexpr int kKeys = 32;
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void scores(
+G4C_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default") void scores(
     const float* q, const float* kt, int nk, int a, int b, int D, float scale, float* s) {
   int j0 = a;
   for (; j0 + kKeys <= b; j0 += kKeys) {
@@ -40,7 +41,7 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
 
 // out[e] = Σ_{j∈[a,b)} p[j]·v[j·D + e] / sum, head dims in register blocks of kDims.
 constexpr int kDims = 64;
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void weighted_values(
+G4C_TARGET_CLONES("arch=x86-64-v4", "arch=x86-64-v3", "default") void weighted_values(
     const float* p, const float* v, int a, int b, int D, float sum, float* out) {
   int e0 = 0;
   for (; e0 + kDims <= D; e0 += kDims) {
