@@ -343,8 +343,8 @@ void EngineCalibrationExecutor::run_layer(int layer, const Observer& observe, bo
       if (step < first || step >= last || leader[size_t(step - first)] < 0) return nullptr;
       return &groups[size_t(leader[size_t(step - first)])];
     };
-    // The device callback's rows are the group input's device rows: report() offers those (and
-    // falls back to the host rows) just as for the input read after the run.
+    // The observer sees the group input's rows on the device: report() takes those (or the host
+    // rows when there are none) as it does for the input read after the run.
     const bool on_device = dev_observer_ && e.backend().set_device_linear_observer([&](int step, const void*, int, int) {
       if (const Observed* g = group_of(step)) report(*g, observe);
     });

@@ -1,0 +1,102 @@
+// CudaBackend's plan values seen from the host (see cuda_backend.h): a value's device rows as
+// BF16, its rows read back through the pinned staging buffer (as fp32, or viewed in place), and
+// host rows written into it.
+#include "runtime/cuda_backend/cuda_backend.h"
+
+#include <cuda_runtime.h>
+
+#include <cstring>
+
+#include "models/error.h"
+#include "runtime/cuda_backend/backend_state.h"
+
+namespace g4c::cudart {
+
+const void* CudaBackend::device_value_bf16(int value, int* rows) const {
+  const auto& v = values_.at(value);
+  if (v.type != VType::BF16) return nullptr;
+  *rows = v.rows == fb::RowSpace::LogitRows ? shape_.real_R
+          : v.rows == fb::RowSpace::Sequences ? shape_.real_S
+                                              : shape_.real_T;
+  return v.ptr;
+}
+
+// The pinned staging buffer of read_value / argmax_rows, grown to at least `bytes`.
+void* CudaBackend::read_staging(size_t bytes) const {
+  if (bytes > read_host_bytes_) {
+    if (read_host_) cudaFreeHost(read_host_);
+    read_host_ = nullptr;
+    check(cudaMallocHost(&read_host_, bytes), "cudaMallocHost(read staging)");
+    read_host_bytes_ = bytes;
+  }
+  return read_host_;
+}
+
+// The value's rows of the current batch copied into read_host_; returns the row count.
+int CudaBackend::stage_value(int value) const {
+  const auto& v = values_.at(value);
+  check(cudaStreamSynchronize(device_->stream()), "synchronize before read_value");
+  const_cast<CudaBackend*>(this)->flush_trace();
+  const int rows = v.rows == fb::RowSpace::LogitRows ? shape_.real_R
+                   : v.rows == fb::RowSpace::Sequences ? shape_.real_S
+                                                       : shape_.real_T;
+  const size_t bytes = size_t(rows) * v.cols * v.elem();
+  if (bytes) check(cudaMemcpy(read_staging(bytes), v.ptr, bytes, cudaMemcpyDeviceToHost), "read_value copy");
+  return rows;
+}
+
+// fp32 values (the logits of sampled steps): the staging copy itself, no second copy.
+std::span<const float> CudaBackend::read_value_view(int value) const {
+  const auto& v = values_.at(value);
+  if (v.type != VType::F32) return {};
+  const int rows = stage_value(value);
+  if (rows == 0) return {};
+  return {static_cast<const float*>(read_host_), size_t(rows) * v.cols};
+}
+
+int CudaBackend::read_value(int value, std::vector<float>* out) const {
+  const auto& v = values_.at(value);
+  const int rows = stage_value(value);
+  const size_t n = size_t(rows) * v.cols, bytes = n * v.elem();
+  out->resize(n);
+  if (v.type == VType::F32) {
+    std::memcpy(out->data(), read_host_, bytes);
+  } else if (v.type == VType::I32) {
+    const int32_t* p = static_cast<const int32_t*>(read_host_);
+    for (size_t i = 0; i < n; ++i) (*out)[i] = float(p[i]);
+  } else {
+    const uint16_t* p = static_cast<const uint16_t*>(read_host_);
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t u = uint32_t(p[i]) << 16;
+      std::memcpy(&(*out)[i], &u, 4);
+    }
+  }
+  return rows;
+}
+
+
+void CudaBackend::write_value(int value, std::span<const float> data) {
+  auto& v = values_.at(value);
+  if (data.size() % size_t(v.cols)) throw Error("cuda backend: write_value size is not a multiple of the value's columns");
+  const int rows = int(data.size() / v.cols);
+  const int cap = v.rows == fb::RowSpace::LogitRows ? cap_R_ : v.rows == fb::RowSpace::Sequences ? cap_S_ : cap_T_;
+  if (rows > cap) throw Error("cuda backend: write_value of " + std::to_string(rows) + " rows exceeds the arena");
+  check(cudaStreamSynchronize(device_->stream()), "synchronize before write_value");
+  std::vector<uint8_t> host(data.size() * v.elem());
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (v.type == VType::F32) {
+      std::memcpy(host.data() + 4 * i, &data[i], 4);
+    } else if (v.type == VType::I32) {
+      const int32_t x = int32_t(data[i]);
+      std::memcpy(host.data() + 4 * i, &x, 4);
+    } else {
+      uint32_t u;
+      std::memcpy(&u, &data[i], 4);
+      const uint16_t b = std::isnan(data[i]) ? uint16_t(0x7fc0) : uint16_t((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+      std::memcpy(host.data() + 2 * i, &b, 2);
+    }
+  }
+  upload(v.ptr, host.data(), host.size(), "write_value copy");
+}
+
+}  // namespace g4c::cudart
