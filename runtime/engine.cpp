@@ -52,7 +52,7 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, std
     } else if (l->window() > 0) {
       window = std::max(window, l->window());
       seq_bytes += row * block * std::min((o.max_seq_len + block - 1) / block,
-                                          BlockPool::window_blocks_for(l->window(), o.chunk_tokens, block));
+                                          BlockPool::window_blocks_for(l->window(), 1, block));
     } else {
       paged = true;
       seq_bytes += row * o.max_seq_len;
@@ -73,12 +73,17 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, std
 
   std::unique_ptr<Engine> e(new Engine(std::move(*plan), std::move(cfg), o));
   e->window_ = window;
-  const int window_cap = window > 0 ? BlockPool::window_blocks_for(window, o.chunk_tokens, block) : 0;
-  int blocks = o.kv_blocks > 0 ? o.kv_blocks : o.max_sequences * ((o.max_seq_len + block - 1) / block);
-  const int window_blocks =
-      window == 0 ? 0
-      : o.window_blocks > 0 ? o.window_blocks
-                            : o.max_sequences * std::min((o.max_seq_len + block - 1) / block, window_cap);
+  // The window pool is sized by what decoding sequences hold (the window of one token) plus one
+  // sequence's prefill peak (the window of its chunk; Scheduler::window_need).
+  const int seq_blocks = (o.max_seq_len + block - 1) / block;
+  const int window_cap = window > 0 ? std::min(seq_blocks, BlockPool::window_blocks_for(window, 1, block)) : 0;
+  const int prefill_cap =
+      window > 0 ? std::min(seq_blocks, BlockPool::window_blocks_for(window, std::min(o.chunk_tokens, o.token_budget), block))
+                 : 0;
+  int blocks = o.kv_blocks > 0 ? o.kv_blocks : o.max_sequences * seq_blocks;
+  const int window_blocks = window == 0           ? 0
+                            : o.window_blocks > 0 ? o.window_blocks
+                                                  : o.max_sequences * window_cap + prefill_cap - window_cap;
   e->opts_.kv_blocks = blocks;
   e->opts_.window_blocks = window_blocks;
   // Device backends keep their own copy of the weights (INT4 read raw from the checkpoint): their
@@ -99,6 +104,9 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, std
   e->rings_ = std::make_unique<RingSlots>(got.ring_slots);
   if (paged) e->blocks_ = std::make_unique<BlockPool>(got.num_blocks, block);
   if (window) e->window_blocks_ = std::make_unique<BlockPool>(got.window_blocks, block);
+  // A prefilling sequence holds the window of its chunk: a small pool takes smaller chunks.
+  if (window) e->opts_.chunk_tokens = std::clamp((got.window_blocks - 1) * block - window + 1, 1, e->opts_.chunk_tokens);
+  const int chunk_peak = std::min({e->opts_.chunk_tokens, e->opts_.token_budget});
 
   // Why the batch is what it is.
   const int S = e->opts_.max_sequences;
@@ -106,7 +114,8 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, std
   if (paged) pools += ", full-layer pool " + std::to_string(got.num_blocks) + " blocks of " + std::to_string(block) + " tokens";
   if (window)
     pools += ", window pool " + std::to_string(got.window_blocks) + " blocks of " + std::to_string(block) +
-             " tokens (a sequence holds at most " + std::to_string(window_cap) + ")";
+             " tokens (a sequence holds at most " + std::to_string(window_cap) + " while it decodes, " +
+             std::to_string(BlockPool::window_blocks_for(window, chunk_peak, block)) + " while it prefills)";
   std::string admission = o.reserve_generation ? "prompt + max_new_tokens" : "known tokens";
   if (!auto_batch)
     e->batch_reason_ = "--batch-size " + std::to_string(options.max_sequences) +

@@ -120,11 +120,17 @@ void Scheduler::grow(Sequence& s, int total) {
   if (blocks_) blocks_->append(s.blocks, total);
 }
 
+int Scheduler::window_need(const Sequence& s) const {
+  const int life = window_blocks_->blocks_for(s.final_kv(opts_.max_seq_len));
+  const int r = s.remaining();
+  const int chunk = r > 1 ? std::min({opts_.chunk_tokens, opts_.token_budget, r}) : 1;
+  return std::min(life, window_blocks_->window_blocks(opts_.window, chunk));
+}
+
 int Scheduler::unreserved(const Sequence& s, const BlockPool& pool, bool window) const {
-  int life = pool.blocks_for(s.final_kv(opts_.max_seq_len));
-  if (window) life = std::min(life, pool.window_blocks(opts_.window, opts_.chunk_tokens));
+  const int need = window ? window_need(s) : pool.blocks_for(s.final_kv(opts_.max_seq_len));
   const int held = window ? BlockPool::held(s.window_blocks) : int(s.blocks.size());
-  return std::max(0, life - held);
+  return std::max(0, need - held);
 }
 
 bool Scheduler::fits_reservation(const Sequence& s) const {
@@ -140,11 +146,9 @@ bool Scheduler::fits_reservation(const Sequence& s) const {
 bool Scheduler::try_admit(Sequence& s, int& budget, std::vector<ScheduledChunk>& out) {
   if (!rings_->can_allocate() || int(running_.size()) >= opts_.max_sequences) return false;
   const int known = int(s.tokens.size());
-  const bool fits_known =
-      (!blocks_ || blocks_->can_allocate(known)) &&
-      (!window_blocks_ ||
-       std::min(window_blocks_->blocks_for(known), window_blocks_->window_blocks(opts_.window, opts_.chunk_tokens)) <=
-           window_blocks_->num_free());
+  const bool fits_known = (!blocks_ || blocks_->can_allocate(known)) &&
+                          (!window_blocks_ || std::min(window_blocks_->blocks_for(known), window_need(s)) <=
+                                                  window_blocks_->num_free());
   // A request whose life does not fit even an empty pool still runs alone on its known tokens
   // (it may then fail for want of blocks, with a message naming the pool).
   if (!fits_known || (opts_.reserve_generation && !running_.empty() && !fits_reservation(s))) return false;

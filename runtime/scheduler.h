@@ -6,9 +6,10 @@
 //    requests in arrival order while a ring slot is free and the block pools can hold the
 //    request (admission by KV capacity). With reserve_generation (the default) a request is
 //    admitted only when the pools hold its whole life — prompt + max_new_tokens, capped at
-//    max_seq_len, in the full layers' pool; at most window_blocks in the sliding layers' pool —
-//    beside what the running sequences have reserved and not yet taken: the KV fills with
-//    sequences that all finish, and none is preempted to make room for another's growth.
+//    max_seq_len, in the full layers' pool; in the sliding layers' pool the window of its
+//    largest chunk while it prefills, of one token once it decodes (window_need) — beside what
+//    the running sequences have reserved and not yet taken: the KV fills with sequences that
+//    all finish, and none is preempted to make room for another's growth.
 //    Without it only the known tokens count (more sequences at once, preemptions when they grow);
 //  - when a running sequence cannot get the block it needs, the most recently admitted
 //    running sequence is preempted: its KV is freed and it goes back to the head of the
@@ -142,7 +143,11 @@ class Scheduler {
   // window go back first; can_grow says whether both pools can, grow takes the blocks.
   bool can_grow(Sequence& s, int total);
   void grow(Sequence& s, int total);
-  // Blocks `s` needs over its whole life in each pool and has not taken yet (reserve_generation).
+  // The most window-pool blocks `s` holds from now on: the keys of its largest chunk still to
+  // come and the W - 1 before it while it prefills, of one token once it decodes (a long
+  // prompt's prefill peak goes back when its decode starts), never more than its whole life.
+  int window_need(const Sequence& s) const;
+  // Blocks `s` needs from now on in each pool and has not taken yet (reserve_generation).
   int unreserved(const Sequence& s, const BlockPool& pool, bool window) const;
   bool fits_reservation(const Sequence& s) const;
 

@@ -316,18 +316,27 @@ void CudaBackend::grow_buffers(int cap_T, int cap_S, int cap_R) {
     sib_out_ = static_cast<bf16*>(dmalloc(size_t(cap_T) * sib_widest_ * 2, "sibling Linear outputs"));
     arena_bytes_ += align256(size_t(cap_T) * sib_widest_ * 2);
   }
-  // Attention split-KV workspace: the most any step can ask for (decode of cap_S sequences,
-  // 32 splits, the widest layer).
+  // Attention split-KV workspace: the most any step asks for — splits happen only for
+  // decode-sized chunks (max_q_len · group ≤ 16), and fewer of them the more sequences a step
+  // has (one wave of blocks, attention.cu), so the largest need is found by trying every
+  // sequence count and chunk length with unbounded keys.
   size_t attn = 0;
+  const int sms = cuda::gemm_stream_sms(device_->stream());
   for (const auto* st : *(*plan_)->program()) {
     if (st->kernel() != fb::KernelId::Attention) continue;
     const auto* a = st->attrs();
-    cuda::AttnBatch b;
-    // Splits happen only for decode-sized chunks (max_q_len · group ≤ 16, attention.cu).
-    const int group = std::max(1, a->num_q_heads() / std::max(1, a->num_kv_heads()));
-    b.num_requests = cap_S;
-    b.total_q = std::min(cap_T, cap_S * std::max(1, 16 / group));
-    attn = std::max(attn, cuda::attention_workspace_bytes(b, a->num_q_heads(), a->head_dim(), 32));
+    const int hq = a->num_q_heads(), hkv = std::max(1, a->num_kv_heads()), d = a->head_dim();
+    for (int n = 1; n <= cap_S; ++n)
+      for (int q = 1; q * std::max(1, hq / hkv) <= 16; ++q) {
+        cuda::AttnBatch b;
+        b.num_requests = n;
+        b.max_q_len = q;
+        b.total_q = std::min(cap_T, n * q);
+        b.max_kv_len = 1 << 30;
+        for (const bool k_from_v : {false, true})
+          attn = std::max(attn, cuda::attention_workspace_bytes(
+                                    b, hq, d, cuda::attention_num_splits(b, hq, hkv, d, a->window(), sms, k_from_v)));
+      }
   }
   attn_ws_bytes_ = attn;
   attn_ws_ = dmalloc(attn, "attention workspace");

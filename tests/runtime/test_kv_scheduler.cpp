@@ -295,6 +295,39 @@ TEST(Scheduler, ReservedAdmissionNeverPreempts) {
   EXPECT_EQ(blocks.num_free(), 6);
 }
 
+// A prefilling sequence reserves the window of its chunk, a decoding one the window of one token:
+// W = 8, blocks of 4, chunks of 8 — a prefill holds up to 5 blocks, a decode 3. An 8-block window
+// pool runs two 20-token prompts at once as soon as the first decodes (3 + 5 blocks); reserving
+// the prefill peak for a sequence's whole life would run them one after the other. Nobody is
+// preempted and every output is whole.
+TEST(Scheduler, WindowPoolReservesThePrefillPeakOnlyWhilePrefilling) {
+  constexpr int kW = 8, kBlock = 4, kChunk = 8;
+  RingSlots rings(2);
+  BlockPool full(64, kBlock), window(8, kBlock);
+  ASSERT_EQ(window.window_blocks(kW, kChunk), 5);
+  ASSERT_EQ(window.window_blocks(kW, 1), 3);
+  Scheduler s({.max_sequences = 2, .token_budget = 16, .chunk_tokens = kChunk, .max_seq_len = 128,
+               .eos_token_ids = {1}, .window = kW},
+              &rings, &full, &window);
+  auto now = Scheduler::Clock::now();
+  s.add(req("a", 20, 12), 0, now);
+  s.add(req("b", 20, 12), 1, now);
+  int steps = 0;
+  while (!s.done() && steps < 200) {
+    auto chunks = s.schedule();
+    ASSERT_FALSE(chunks.empty());
+    EXPECT_LE(window.num_blocks() - window.num_free(), 8);
+    s.complete(chunks, logits_for(chunks, 4).data(), kVocab, now);
+    ++steps;
+  }
+  EXPECT_EQ(s.max_running(), 2);
+  EXPECT_EQ(s.total_preemptions(), 0);
+  auto r = s.take_finished();
+  ASSERT_EQ(r.size(), 2u);
+  for (const auto& x : r) EXPECT_EQ(x.tokens, std::vector<int32_t>(12, 4)) << x.error;
+  EXPECT_EQ(window.num_free(), 8);
+}
+
 // A request whose life is longer than the whole pool still runs when it is alone and its prompt
 // fits (it may finish early on a stop token).
 TEST(Scheduler, ReservationLongerThanThePoolRunsAlone) {
