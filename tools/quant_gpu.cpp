@@ -4,7 +4,8 @@
 
 #include "models/error.h"
 #ifdef G4C_HAVE_CUDA_BACKEND
-#include "runtime/cuda_backend/gptq_device.h"
+#include "passes/quant/cuda/gptq_device.h"
+#include "runtime/cuda_backend/cuda_backend.h"
 #endif
 
 namespace g4c::tools {
@@ -14,7 +15,7 @@ namespace {
 
 class GpuHessianStore final : public quant::HessianStore {
  public:
-  GpuHessianStore(std::shared_ptr<runtime::GptqDevice> dev, int64_t n) : dev_(std::move(dev)), h_(*dev_, n) {}
+  GpuHessianStore(std::shared_ptr<quant::GptqDevice> dev, int64_t n) : dev_(std::move(dev)), h_(*dev_, n) {}
   int64_t n() const override { return h_.n(); }
   int64_t rows() const override { return h_.rows(); }
   void add(const float* X, int64_t rows, int64_t ld) override { h_.add(X, rows, ld); }
@@ -27,7 +28,7 @@ class GpuHessianStore final : public quant::HessianStore {
       dev_->release_scratch();  // observing is over: the factor needs the Gram's memory
       prep_ = h_.prepare(opt.damp, opt.act_order);
     }
-    runtime::GptqSolved s = h_.solve(W, out, opt.spec.group_size, opt.spec.symmetric, int(opt.block_size),
+    quant::GptqSolved s = h_.solve(W, out, opt.spec.group_size, opt.spec.symmetric, int(opt.block_size),
                                      opt.clip.enabled() ? opt.clip.grid : 0, opt.clip.enabled() ? opt.clip.steps : 0);
     quant::GptqResult r;
     quant::QuantizedLinear& q = r.q;
@@ -46,20 +47,22 @@ class GpuHessianStore final : public quant::HessianStore {
   }
 
  private:
-  std::shared_ptr<runtime::GptqDevice> dev_;
-  runtime::DeviceHessian h_;
-  runtime::DeviceHessian::Prepared prep_;
+  std::shared_ptr<quant::GptqDevice> dev_;
+  quant::DeviceHessian h_;
+  quant::DeviceHessian::Prepared prep_;
 };
 
 }  // namespace
 
 quant::HessianStoreFactory gpu_hessian_stores(const runtime::Backend& b) {
-  auto dev = std::make_shared<runtime::GptqDevice>(b);
+  // On the CUDA backend's stream (its green context under --emulate), inside its budget.
+  auto dev = std::make_shared<quant::GptqDevice>(runtime::cuda_stream(b),
+                                                 [&b](const std::string& where) { runtime::cuda_check_budget(b, where); });
   return [dev](int64_t n) -> std::unique_ptr<quant::HessianStore> { return std::make_unique<GpuHessianStore>(dev, n); };
 }
 
 void check_gpu_gptq_options(const quant::GptqOptions& opt) {
-  runtime::DeviceHessian::check_solve_options(opt.spec.group_size, opt.block_size, opt.act_order);
+  quant::DeviceHessian::check_solve_options(opt.spec.group_size, opt.block_size, opt.act_order);
 }
 #else
 void check_gpu_gptq_options(const quant::GptqOptions&) {

@@ -1,6 +1,6 @@
 // GPTQ's Hessians and solves on the GPU (`g4c quantize --device cuda`): passes/quant's
-// HessianStore over runtime/cuda_backend/gptq_device (the same arithmetic as the host store;
-// see runtime/cuda/gptq.cuh for what is bitwise equal and what is not).
+// HessianStore over passes/quant/cuda/gptq_device (the same arithmetic as the host store;
+// see passes/quant/cuda/gptq_kernels.cuh for what is bitwise equal and what is not).
 #pragma once
 
 #include "passes/quant/calibration.h"

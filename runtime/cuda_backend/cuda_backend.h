@@ -100,7 +100,7 @@ CudaInfo cuda_info(const Backend& b);
 // The CUDA backend's stream (a cudaStream_t; in its green context under --emulate), and its
 // budget check (throws g4c::Error naming `where` when the process is over --budget; updates the
 // reported peak). Both throw when `b` is not the CUDA backend. For work beside the plan's
-// (GPTQ's solves, runtime/cuda_backend/gptq_device.h).
+// (GPTQ's solves, passes/quant/cuda/gptq_device.h).
 void* cuda_stream(const Backend& b);
 void cuda_check_budget(const Backend& b, const std::string& where);
 

@@ -3,8 +3,8 @@
 # test and benchmark binaries) and packs into OUTDIR everything a GPU host needs to run
 # scripts/gpu/test.sh and scripts/gpu/bench.sh — the host has a CUDA driver, Python 3.12 with torch
 # and transformers, and nothing from Debian:
-#   bin/      g4c, g4c_cuda_kernels_test, g4c_cuda_backend_test, g4c_cuda_meta_test,
-#             faults_gpu_test, and the binaries named in $G4C_PACK_EXTRA (e.g. "g4c_bench_kernels
+#   bin/      g4c, g4c_cuda_kernels_test, g4c_cuda_backend_test, g4c_quant_cuda_test,
+#             g4c_cuda_meta_test, faults_gpu_test, and the binaries named in $G4C_PACK_EXTRA (e.g. "g4c_bench_kernels
 #             g4c_bench_decode g4c_bench_stream g4c_bench_cudart g4c_device_flags_test")
 #             (stripped, xz-compressed: test.sh / bench.sh unpack them)
 #   lib/      the shared libraries g4c links from Debian: cpp-httplib, OpenSSL, zlib, brotli (xz)
@@ -42,7 +42,7 @@ grep -q 'compute_90a\|sm_90a' "$B/build.ninja" ||
 
 # (The tree and the pack travel together within 64 MiB: the tree takes 40.)
 # shellcheck disable=SC2206
-BINS=(g4c g4c_cuda_kernels_test g4c_cuda_backend_test g4c_cuda_meta_test faults_gpu_test ${G4C_PACK_EXTRA:-})
+BINS=(g4c g4c_cuda_kernels_test g4c_cuda_backend_test g4c_quant_cuda_test g4c_cuda_meta_test faults_gpu_test ${G4C_PACK_EXTRA:-})
 TARGETS=("${BINS[@]}")
 PB=$B
 if [ "${G4C_PACK_NO_PYTHON:-0}" != 1 ]; then

@@ -4,7 +4,8 @@
 # pass/fail table (one row per test binary / sanitizer run / Python suite, with its failures).
 #   1. g4c_cuda_kernels_test   (tests/cuda_kernels: GEMM, decode GEMM, attention, fused ops)
 #   2. g4c_cuda_backend_test   (tests/cuda_backend: tiny model vs HF goldens, INT4 vs CPU, two
-#                               engines with different kernel options, device tokens, GPTQ)
+#                               engines with different kernel options, device tokens);
+#      g4c_quant_cuda_test     (tests/quant: GPTQ's Hessians and solves on the GPU vs the host)
 #   3. g4c_device_flags_test, g4c_cuda_meta_test (host-side, run here too), faults_gpu_test
 #      (device allocation failures injected at open and mid-run)
 #   4. the Python module's device="cuda" tests (tests/python/test_engine.py -k cuda)
@@ -59,6 +60,7 @@ gtest() {  # gtest NAME BINARY [args]  (a binary the pack lacks is left out)
 
 gtest kernels g4c_cuda_kernels_test
 gtest backend g4c_cuda_backend_test
+gtest quant_cuda g4c_quant_cuda_test
 gtest device_flags g4c_device_flags_test
 gtest cuda_meta g4c_cuda_meta_test
 gtest faults faults_gpu_test
@@ -86,7 +88,7 @@ fi
 
 if [ "${G4C_SKIP_SANITIZER:-0}" != 1 ]; then
   CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-  for t in kernels:g4c_cuda_kernels_test backend:g4c_cuda_backend_test; do
+  for t in kernels:g4c_cuda_kernels_test backend:g4c_cuda_backend_test quant_cuda:g4c_quant_cuda_test; do
     name=memcheck_${t%%:*} bin=${t#*:}
     echo "== $name"
     if [ -z "$CS" ]; then

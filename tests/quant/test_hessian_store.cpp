@@ -1,7 +1,7 @@
 // The driver's HessianStore seam (passes/quant/calibration.h): stores come from the factory,
 // one per distinct input, are released after the last Linear that reads them, and device rows
 // are offered first with the host rows as the fallback. The GPU store itself is tested on the
-// GPU (tests/cuda_backend/test_gptq_device.cpp); here a recording store stands in for it.
+// GPU (tests/quant/test_gptq_device.cpp); here a recording store stands in for it.
 #include <gtest/gtest.h>
 
 #include <map>

@@ -1,4 +1,4 @@
-// GPTQ on the GPU (runtime/cuda_backend/gptq_device.h) against the host implementation
+// GPTQ on the GPU (passes/quant/cuda/gptq_device.h) against the host implementation
 // (passes/quant) and a scalar reference. Label "gpu": skips without a CUDA device.
 #include <gtest/gtest.h>
 
@@ -13,14 +13,18 @@
 
 #include "models/error.h"
 #include "passes/quant/gptq.h"
-#include "runtime/cuda_backend/cuda_backend.h"
-#include "runtime/cuda_backend/gptq_device.h"
+#include "passes/quant/cuda/gptq_device.h"
 
 namespace g4c {
 namespace {
 
+bool gpu_present() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
 #define REQUIRE_GPU() \
-  if (!runtime::cuda_device_available()) GTEST_SKIP() << "no CUDA device"
+  if (!gpu_present()) GTEST_SKIP() << "no CUDA device"
 
 uint64_t seed() {
   static const uint64_t s = [] {
@@ -82,7 +86,7 @@ void reference_add(std::vector<double>& H, const float* x, int64_t rows, int64_t
 TEST(GpuGptq, GramIsTheFmaChainBitwise) {
   REQUIRE_GPU();
   std::mt19937_64 rng(seed() ^ 11);
-  runtime::GptqDevice dev(nullptr);
+  quant::GptqDevice dev(nullptr);
   // 200 columns (two 128-tiles, the second ragged), ld > n; 3000 rows cross the 2048-row staging
   // (the chain continues across uploads); a second add of 9000 rows crosses an 8192-row partial.
   struct Case {
@@ -90,7 +94,7 @@ TEST(GpuGptq, GramIsTheFmaChainBitwise) {
   };
   for (const Case c : {Case{200, 210, 3000, 37}, Case{64, 64, 9000, 1}}) {
     std::vector<float> x1 = make_x(rng, c.rows1, c.n, c.ld), x2 = make_x(rng, c.rows2, c.n, c.ld);
-    runtime::DeviceHessian h(dev, c.n);
+    quant::DeviceHessian h(dev, c.n);
     h.add(x1.data(), c.rows1, c.ld);
     h.add(x2.data(), c.rows2, c.ld);
     EXPECT_EQ(h.rows(), c.rows1 + c.rows2);
@@ -107,7 +111,7 @@ TEST(GpuGptq, GramIsTheFmaChainBitwise) {
 TEST(GpuGptq, GramFromDeviceBf16RowsEqualsHostRows) {
   REQUIRE_GPU();
   std::mt19937_64 rng(seed() ^ 15);
-  runtime::GptqDevice dev(nullptr);
+  quant::GptqDevice dev(nullptr);
   const int64_t n = 333, ld = 340, rows = 4100;
   std::vector<float> x = make_x(rng, rows, n, ld);
   std::vector<uint16_t> xb(x.size());
@@ -121,7 +125,7 @@ TEST(GpuGptq, GramFromDeviceBf16RowsEqualsHostRows) {
   void* d = nullptr;
   ASSERT_EQ(cudaMalloc(&d, xb.size() * 2), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(d, xb.data(), xb.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
-  runtime::DeviceHessian a(dev, n), b(dev, n);
+  quant::DeviceHessian a(dev, n), b(dev, n);
   a.add_device_bf16(d, rows, ld);
   b.add(x.data(), rows, ld);
   cudaFree(d);
@@ -142,7 +146,7 @@ std::vector<double> host_h(const std::vector<float>& x, int64_t rows, int64_t n)
 TEST(GpuGptq, FactorMatchesTheHost) {
   REQUIRE_GPU();
   std::mt19937_64 rng(seed() ^ 12);
-  runtime::GptqDevice dev(nullptr);
+  quant::GptqDevice dev(nullptr);
   // n = 300: four full 64-blocks and a ragged one; two dead columns; both column orders.
   const int64_t n = 300, rows = 700;
   const std::vector<float> x = make_x(rng, rows, n, n, {5, 131});
@@ -151,9 +155,9 @@ TEST(GpuGptq, FactorMatchesTheHost) {
     quant::GptqOptions opt;
     opt.act_order = act;
     const quant::PreparedHessian P = quant::prepare_hessian(H, n, opt);
-    runtime::DeviceHessian h(dev, n);
+    quant::DeviceHessian h(dev, n);
     h.set_hessian(H, rows);
-    const runtime::DeviceHessian::Prepared got = h.prepare(opt.damp, act);
+    const quant::DeviceHessian::Prepared got = h.prepare(opt.damp, act);
     EXPECT_EQ(got.dead_columns, P.dead_columns);
     EXPECT_EQ(got.damp_value, P.damp_value);  // same sum in the same order
     const std::vector<double> U = h.factor();
@@ -176,7 +180,7 @@ struct SolveCase {
   int block;
 };
 
-void compare(const quant::GptqResult& ref, const runtime::GptqSolved& got, const SolveCase& c, size_t* code_mism,
+void compare(const quant::GptqResult& ref, const quant::GptqSolved& got, const SolveCase& c, size_t* code_mism,
              double* loss_rel) {
   ASSERT_EQ(got.codes.size(), ref.q.codes.size());
   ASSERT_EQ(got.scales.size(), ref.q.scales.size());
@@ -201,7 +205,7 @@ const SolveCase kCases[] = {
 TEST(GpuGptq, SolveIsBitwiseTheHostsGivenItsFactor) {
   REQUIRE_GPU();
   std::mt19937_64 rng(seed() ^ 13);
-  runtime::GptqDevice dev(nullptr);
+  quant::GptqDevice dev(nullptr);
   for (const SolveCase& c : kCases) {
     const std::vector<float> x = make_x(rng, 600, c.n, c.n, {3});
     const std::vector<float> w = make_w(rng, c.out, c.n);
@@ -209,9 +213,9 @@ TEST(GpuGptq, SolveIsBitwiseTheHostsGivenItsFactor) {
     quant::GptqOptions opt{{c.group, c.sym}, 0.01, c.block, c.act, 2};
     const quant::PreparedHessian P = quant::prepare_hessian(H, c.n, opt);
     const quant::GptqResult ref = quant::gptq_quantize(w.data(), c.out, c.n, P, opt);
-    runtime::DeviceHessian h(dev, c.n);
+    quant::DeviceHessian h(dev, c.n);
     h.set_factor(P.hinv, std::vector<uint8_t>(P.dead.begin(), P.dead.end()), c.act ? P.perm : std::vector<int64_t>{});
-    const runtime::GptqSolved got = h.solve(w.data(), c.out, c.group, c.sym, c.block);
+    const quant::GptqSolved got = h.solve(w.data(), c.out, c.group, c.sym, c.block);
     size_t mism = 0;
     double rel = 0;
     compare(ref, got, c, &mism, &rel);
@@ -224,17 +228,17 @@ TEST(GpuGptq, SolveIsBitwiseTheHostsGivenItsFactor) {
 TEST(GpuGptq, WholePipelineMatchesTheHost) {
   REQUIRE_GPU();
   std::mt19937_64 rng(seed() ^ 14);
-  runtime::GptqDevice dev(nullptr);
+  quant::GptqDevice dev(nullptr);
   for (const SolveCase& c : kCases) {
     const int64_t rows = 900;
     const std::vector<float> x = make_x(rng, rows, c.n, c.n, {7});
     const std::vector<float> w = make_w(rng, c.out, c.n);
     quant::GptqOptions opt{{c.group, c.sym}, 0.01, c.block, c.act, 2};
     const quant::GptqResult ref = quant::gptq_quantize(w.data(), c.out, c.n, host_h(x, rows, c.n), opt);
-    runtime::DeviceHessian h(dev, c.n);
+    quant::DeviceHessian h(dev, c.n);
     h.add(x.data(), rows, c.n);
     h.prepare(opt.damp, c.act);
-    const runtime::GptqSolved got = h.solve(w.data(), c.out, c.group, c.sym, c.block);
+    const quant::GptqSolved got = h.solve(w.data(), c.out, c.group, c.sym, c.block);
     size_t mism = 0;
     double rel = 0;
     compare(ref, got, c, &mism, &rel);
@@ -253,13 +257,13 @@ TEST(GpuGptq, WholePipelineMatchesTheHost) {
 
 TEST(GpuGptq, ErrorsAreClear) {
   REQUIRE_GPU();
-  runtime::GptqDevice dev(nullptr);
+  quant::GptqDevice dev(nullptr);
   // Not positive definite: an indefinite H with no damping.
-  runtime::DeviceHessian h(dev, 2);
+  quant::DeviceHessian h(dev, 2);
   h.set_hessian({1.0, 0.0, 0.0, -1.0}, 1);
   EXPECT_THROW(h.prepare(0.0, false), Error);
   // A block the device solve cannot take.
-  runtime::DeviceHessian h2(dev, 4);
+  quant::DeviceHessian h2(dev, 4);
   h2.set_hessian({2, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2}, 1);
   h2.prepare(0.01, false);
   const std::vector<float> w(8, 0.1f);
@@ -267,11 +271,11 @@ TEST(GpuGptq, ErrorsAreClear) {
   EXPECT_THROW(h2.solve(w.data(), 2, 64, true, 256), Error);  // over 128 columns
   // The budget check runs after each allocation and its error propagates.
   int calls = 0;
-  runtime::GptqDevice tight(nullptr, [&](const std::string& what) {
+  quant::GptqDevice tight(nullptr, [&](const std::string& what) {
     ++calls;
     if (what.find("Hessian") != std::string::npos) throw Error("over budget: " + what);
   });
-  EXPECT_THROW({ runtime::DeviceHessian bad(tight, 100); }, Error);
+  EXPECT_THROW({ quant::DeviceHessian bad(tight, 100); }, Error);
   EXPECT_EQ(calls, 1);
 }
 

@@ -1,6 +1,6 @@
 // GPTQ's Hessians and column solves on the GPU (the 12B's GPTQ on the GPU inside the
-// budget). Plain types only — tools/quant_gpu adapts this to passes/quant's HessianStore, so
-// runtime/ does not depend on passes/. The arithmetic is the host's (runtime/cuda/gptq.cuh):
+// budget). No runtime here: tools/quant_gpu hands it the CUDA backend's stream and budget check
+// and adapts it to passes/quant's HessianStore. The arithmetic is the host's (gptq_kernels.cuh):
 //   DeviceHessian h(dev, n);
 //   h.add(x, rows, ld);                 // H += 2·XᵀX, fp32 partials of ≤ 8192 rows, float64 sum
 //   h.prepare(damp, act_order);         // dead columns, column order, damping, U = chol(H⁻¹)ᵀ
@@ -15,9 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace g4c::runtime {
-
-class Backend;
+namespace g4c::quant {
 
 // Scratch shared by the Hessians of one run (the fp32 partial and the staged rows of X).
 class GptqDevice {
@@ -25,8 +23,6 @@ class GptqDevice {
   // stream: a cudaStream_t (nullptr: the legacy default stream). check(what): throws when the
   // process is over its device budget.
   explicit GptqDevice(void* stream, std::function<void(const std::string& what)> check = {});
-  // On the CUDA backend's stream, with its budget check (throws for other backends).
-  explicit GptqDevice(const Backend& cuda_backend);
   ~GptqDevice();
   GptqDevice(const GptqDevice&) = delete;
   GptqDevice& operator=(const GptqDevice&) = delete;
@@ -87,4 +83,4 @@ class DeviceHessian {
   std::unique_ptr<Impl> p_;
 };
 
-}  // namespace g4c::runtime
+}  // namespace g4c::quant

@@ -2,7 +2,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "runtime/cuda/gptq.cuh"
+#include "passes/quant/cuda/gptq_kernels.cuh"
 
 namespace g4c::cuda {
 namespace {

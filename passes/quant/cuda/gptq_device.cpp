@@ -1,4 +1,4 @@
-#include "runtime/cuda_backend/gptq_device.h"
+#include "passes/quant/cuda/gptq_device.h"
 
 #include <cuda_runtime.h>
 
@@ -6,10 +6,9 @@
 #include <numeric>
 
 #include "models/error.h"
-#include "runtime/cuda/gptq.cuh"
-#include "runtime/cuda_backend/cuda_backend.h"
+#include "passes/quant/cuda/gptq_kernels.cuh"
 
-namespace g4c::runtime {
+namespace g4c::quant {
 
 namespace {
 
@@ -75,9 +74,6 @@ GptqDevice::GptqDevice(void* stream, std::function<void(const std::string&)> che
   p_->stream = static_cast<cudaStream_t>(stream);
   p_->check = std::move(check);
 }
-
-GptqDevice::GptqDevice(const Backend& b)
-    : GptqDevice(cuda_stream(b), [&b](const std::string& where) { cuda_check_budget(b, where); }) {}
 
 GptqDevice::~GptqDevice() { release_scratch(); }
 
@@ -331,4 +327,4 @@ GptqSolved DeviceHessian::solve(const float* w, int64_t out, int group, bool sym
   return s;
 }
 
-}  // namespace g4c::runtime
+}  // namespace g4c::quant
