@@ -73,17 +73,20 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, std
 
   std::unique_ptr<Engine> e(new Engine(std::move(*plan), std::move(cfg), o));
   e->window_ = window;
-  // The window pool is sized by what decoding sequences hold (the window of one token) plus one
-  // sequence's prefill peak (the window of its chunk; Scheduler::window_need).
+  // The window pool is sized by what decoding sequences hold (the window of one token) plus the
+  // prefill peak (the window of its chunk; Scheduler::window_need) of as many sequences as one
+  // step's token budget can prefill at once.
   const int seq_blocks = (o.max_seq_len + block - 1) / block;
   const int window_cap = window > 0 ? std::min(seq_blocks, BlockPool::window_blocks_for(window, 1, block)) : 0;
   const int prefill_cap =
       window > 0 ? std::min(seq_blocks, BlockPool::window_blocks_for(window, std::min(o.chunk_tokens, o.token_budget), block))
                  : 0;
+  const int prefill_tokens = std::max(1, std::min({o.chunk_tokens, o.token_budget, o.max_seq_len}));
+  const int prefilling = std::clamp((o.token_budget + prefill_tokens - 1) / prefill_tokens, 1, o.max_sequences);
   int blocks = o.kv_blocks > 0 ? o.kv_blocks : o.max_sequences * seq_blocks;
   const int window_blocks = window == 0           ? 0
                             : o.window_blocks > 0 ? o.window_blocks
-                                                  : o.max_sequences * window_cap + prefill_cap - window_cap;
+                                                  : o.max_sequences * window_cap + prefilling * (prefill_cap - window_cap);
   e->opts_.kv_blocks = blocks;
   e->opts_.window_blocks = window_blocks;
   // Device backends keep their own copy of the weights (INT4 read raw from the checkpoint): their

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The quantization quality table of docs/QUANTIZATION.md: every method/option combination on
-# models/gemma4-tiny, ΔNLL to BF16 with `g4c eval` on quality_public (and the lab's set when
-# ../shared/datasets/lab is present). Usage: scripts/quant_table.sh [BUILD_DIR] [WORK_DIR] [ROWS...]
-# ROWS (default: all) are names like gptq-g128-asym-mse; results go to WORK/table.tsv.
+# models/gemma4-tiny, ΔNLL to BF16 with `g4c eval` on quality_public and the lab's WikiText set
+# (datasets/lab). Usage: scripts/quant_table.sh [BUILD_DIR] [WORK_DIR] [ROWS...]
+# ROWS (default: all) are names like gptq-g128-asym-mse, gptq-act-gptaq-g64-sym-none (method rtn |
+# gptq | gptq-act, then -gptaq for GPTAQ, group, codes, clip); results go to WORK/table.tsv.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 g4c=${1:-$root/build}/bin/g4c
@@ -11,7 +12,7 @@ shift 2 || true
 model=$root/models/gemma4-tiny
 calib=$root/datasets/calibration-256.jsonl
 sets=("$root/datasets/quality_public.jsonl")
-lab=$root/../shared/datasets/lab/quality_public.jsonl
+lab=$root/datasets/lab/quality_public.jsonl
 [[ -f $lab && ${LAB:-1} == 1 ]] && sets+=("$lab")  # LAB=0: quality_public only
 mkdir -p "$work"
 rows=("$@")
@@ -31,6 +32,7 @@ for row in "${rows[@]}"; do
     rtn-*) args=(--method rtn) ;;
     gptq-act-*) args+=(--act-order) ;;
   esac
+  [[ $row == *-gptaq-* ]] && args+=(--gptaq)
   g=$(grep -o 'g[0-9]\+' <<<"$row" | head -1 | tr -d g)
   [[ $row == *-asym-* ]] && args+=(--asymmetric) || args+=(--symmetric)
   clip=${row##*-}

@@ -53,6 +53,7 @@ struct QuantArgs {
   int block = 128;
   bool act_order = false;
   bool true_sequential = false;
+  bool gptaq = false;  // solve against the full-precision model's outputs (quant/gptaq.h)
   std::string clip = "mse";  // none | mse (quant::ClipSearch): the best measured (docs/QUANTIZATION.md)
   int samples = 128, length = 512;
   int threads = 0;
@@ -130,8 +131,8 @@ void run_quantize(const QuantArgs& a) {
   if (a.method != "rtn" && a.method != "gptq") throw Error("quantize: --method must be rtn or gptq, got " + a.method);
   if (a.group != 64 && a.group != 128) throw Error("quantize: --group-size must be 64 or 128");
   if (a.symmetric && a.asymmetric) throw Error("quantize: --symmetric and --asymmetric exclude each other");
-  if (a.method == "rtn" && (a.act_order || a.true_sequential))
-    throw Error(std::string("quantize: ") + (a.act_order ? "--act-order" : "--true-sequential") +
+  if (a.method == "rtn" && (a.act_order || a.true_sequential || a.gptaq))
+    throw Error(std::string("quantize: ") + (a.act_order ? "--act-order" : a.gptaq ? "--gptaq" : "--true-sequential") +
                 " is a GPTQ option; --method rtn has no column order or calibration");
   if (a.method == "rtn" && a.dev.device != "cpu")
     throw Error("quantize: --device runs GPTQ's calibration forwards; --method rtn runs none");
@@ -189,8 +190,12 @@ void run_quantize(const QuantArgs& a) {
       tools::check_gpu_gptq_options(o);
     }
     const int batch_seqs = gpu ? std::max(1, 4096 / a.length) : 16;
+    if (a.gptaq && gpu) throw Error("quantize: --gptaq runs its two calibration models on the CPU (--device cpu)");
     auto exec = std::make_unique<tools::EngineCalibrationExecutor>(src, seqs, a.length, threads, batch_seqs,
                                                                    std::move(backend));
+    // GPTAQ: the same model, never quantized, fed the same sequences in the same batches.
+    std::unique_ptr<tools::EngineCalibrationExecutor> reference;
+    if (a.gptaq) reference = std::make_unique<tools::EngineCalibrationExecutor>(src, seqs, a.length, threads, batch_seqs);
     st.lap("executor_setup");  // the Engine (weights loaded or staged), the calibration embeddings
     calib_meta = {{"dataset", a.calibration}, {"executor", gpu ? "runtime-cuda" : "runtime-cpu"},
                   {"samples_requested", a.samples}, {"samples", seqs.size()},
@@ -203,6 +208,7 @@ void run_quantize(const QuantArgs& a) {
     opt.gptq.act_order = a.act_order;
     opt.gptq.clip = clip;
     opt.true_sequential = a.true_sequential;
+    opt.reference = reference.get();
     opt.threads = threads;
     opt.gptq.threads = threads;
     opt.timings = &timings;
@@ -296,9 +302,10 @@ void run_quantize(const QuantArgs& a) {
     qc["damp_percent"] = a.damp;
     qc["block_size"] = a.block;
     qc["act_order"] = a.act_order;
-    qc["static_groups"] = a.act_order;
+    qc["static_groups"] = a.act_order || clip.enabled();
     // false: all Linears of a layer see that layer's unquantized inputs
     qc["true_sequential"] = a.true_sequential;
+    qc["gptaq"] = a.gptaq;
     qc["calibration"] = calib_meta;
   }
   // Every stage of the run: the GPTQ pass split into its parts (its remainder: pass_other), the
@@ -367,13 +374,16 @@ void add_quantize_command(CLI::App& app) {
   cmd->add_flag("--true-sequential", a->true_sequential,
                 "GPTQ: within a layer, observe each input group (q/k/v, o, gate/up, down) with the groups "
                 "before it already quantized");
+  cmd->add_flag("--gptaq", a->gptaq,
+                "GPTQ: solve each Linear against its output in the full-precision model (GPTAQ), which runs "
+                "beside it on the same calibration tokens (CPU)");
   cmd->add_option("--calibration-samples", a->samples, "first N calibration texts")->check(CLI::PositiveNumber);
   cmd->add_option("--calibration-length", a->length, "tokens per calibration sample (BOS included)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--threads", a->threads, "worker threads (default: all cores)");
   cmd->add_option("--device", a->dev.device,
-                  "cpu | cuda: calibration forwards on the GPU, Linears streamed from pinned host memory "
-                  "(Hessians and GPTQ solves stay on the host)")
+                  "cpu | cuda: calibration forwards, Hessians and GPTQ solves on the GPU, Linears streamed "
+                  "from pinned host memory")
       ->capture_default_str();
   cmd->add_option("--emulate", a->dev.emulate, "cuda: in a 16-SM green context emulating 1g.10gb");
   cmd->add_flag("--host-solve", a->host_solve,

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "models/error.h"
+#include "passes/quant/gptaq.h"
 
 namespace g4c::quant {
 
@@ -28,11 +29,26 @@ void check_which(const CalibrationExecutor& exec, int layer, const std::vector<L
   }
 }
 
-// Hessians of one observation (one store per distinct input), keyed by Linear name.
+// The full-precision model's inputs of one observation (GPTAQ), chunk by chunk as reported, by
+// the first Linear of each group.
+using ReferenceRows = std::map<std::string, std::vector<std::vector<float>>>;
+
+CalibrationExecutor::Observer record(ReferenceRows& rows) {
+  return [&rows](const std::vector<std::string>& names, const float* x, int64_t n_rows, int64_t in) {
+    if (!names.empty()) rows[names.front()].emplace_back(x, x + n_rows * in);
+  };
+}
+
+// Hessians of one observation (one store per distinct input), keyed by Linear name; with GPTAQ
+// also the cross Gram of each input against the reference's rows.
 struct Observation {
   std::vector<std::unique_ptr<HessianStore>> stores;
   std::map<std::string, HessianStore*> by_linear;
   std::map<std::string, HessianStore*> by_group;  // key: first linear of the group
+  const ReferenceRows* reference = nullptr;
+  std::map<std::string, size_t> next_chunk;
+  std::map<std::string, std::unique_ptr<CrossGramAccumulator>> cross;  // by group key
+  std::map<std::string, CrossGramAccumulator*> cross_by_linear;
 
   HessianStore& store(int layer, const GptqDriverOptions& opt, const std::vector<std::string>& names, int64_t in) {
     HessianStore*& st = by_group[names.front()];
@@ -52,8 +68,24 @@ struct Observation {
       HessianStore& st = store(layer, opt, names, in);
       const auto t_h = clock::now();
       st.add(x, rows, in);
+      if (reference) add_cross(layer, opt, names, x, rows, in);
       tm.hessian += secs(t_h, clock::now());
     };
+  }
+  void add_cross(int layer, const GptqDriverOptions& opt, const std::vector<std::string>& names, const float* x,
+                 int64_t rows, int64_t in) {
+    const std::string& key = names.front();
+    auto it = reference->find(key);
+    const size_t k = next_chunk[key]++;
+    if (it == reference->end() || k >= it->second.size() || int64_t(it->second[k].size()) != rows * in)
+      throw Error(layer_str(layer) + key + ": the full-precision reference reported different inputs (chunk " +
+                  std::to_string(k) + ", " + std::to_string(rows) + " rows of " + std::to_string(in) + ")");
+    auto& acc = cross[key];
+    if (!acc) {
+      acc = std::make_unique<CrossGramAccumulator>(in);
+      for (const auto& nm : names) cross_by_linear[nm] = acc.get();
+    }
+    acc->add(it->second[k].data(), x, rows, in, opt.threads);
   }
   CalibrationExecutor::DeviceObserver device_observer(int layer, const GptqDriverOptions& opt, GptqTimings& tm) {
     return [this, layer, &opt, &tm](const std::vector<std::string>& names, const void* x, int64_t rows, int64_t in) {
@@ -96,6 +128,8 @@ void quantize_observed(CalibrationExecutor& exec, int layer, const std::vector<L
     std::vector<float> w = exec.weight(layer, li.name);
     const auto t_lin = clock::now();
     tm.weights += secs(t_read, t_lin);
+    if (auto c = obs.cross_by_linear.find(li.name); c != obs.cross_by_linear.end())
+      w = gptaq_target(w.data(), li.out, li.in, c->second->cross(), c->second->gram(), opt.gptq.damp, opt.gptq.threads);
     GptqResult r = st.quantize(w.data(), li.out, opt.gptq);
     if (--uses[&st] == 0) st.release();
     r.seconds = secs(t_lin, clock::now());
@@ -153,8 +187,15 @@ std::vector<LinearReport> gptq_layer(CalibrationExecutor& exec, int layer, const
     // One observing pass: every Linear sees the layer's unquantized inputs.
     Observation obs;
     const auto t_observe = clock::now();
+    ReferenceRows ref;
+    if (opt.reference) {
+      opt.reference->run_layer(layer, record(ref), /*advance=*/false);
+      obs.reference = &ref;
+    }
     const double h0 = tm.hessian;
-    {
+    if (opt.reference) {
+      exec.run_layer(layer, obs.observer(layer, opt, tm), /*advance=*/false);
+    } else {
       const Observation::DeviceScope dev(exec, obs.device_observer(layer, opt, tm));
       exec.run_layer(layer, obs.observer(layer, opt, tm), /*advance=*/false);
     }
@@ -179,8 +220,15 @@ std::vector<LinearReport> gptq_layer(CalibrationExecutor& exec, int layer, const
       if (lins.empty()) continue;
       Observation obs;
       const auto t_observe = clock::now();
+      ReferenceRows ref;
+      if (opt.reference) {
+        opt.reference->observe_group(layer, int(g), record(ref));
+        obs.reference = &ref;
+      }
       const double h0 = tm.hessian;
-      {
+      if (opt.reference) {
+        exec.observe_group(layer, int(g), obs.observer(layer, opt, tm));
+      } else {
         const Observation::DeviceScope dev(exec, obs.device_observer(layer, opt, tm));
         exec.observe_group(layer, int(g), obs.observer(layer, opt, tm));
       }
@@ -190,6 +238,7 @@ std::vector<LinearReport> gptq_layer(CalibrationExecutor& exec, int layer, const
   }
   const auto t_advance = clock::now();
   exec.run_layer(layer, {}, /*advance=*/true);
+  if (opt.reference) opt.reference->run_layer(layer, {}, /*advance=*/true);
   tm.advance_forward = secs(t_advance, clock::now());
   if (opt.timings) {
     opt.timings->observe_forward += tm.observe_forward;

@@ -106,6 +106,11 @@ struct GptqDriverOptions {
   int threads = 1;  // for the Hessian accumulation
   GramUpdate gram;  // the Hessian's XᵀX kernel; empty: sgemm_acc on `threads` threads
   HessianStoreFactory stores;  // empty: host_hessian_store(n, threads, gram)
+  // GPTAQ (gptaq.h): the full-precision model run in lockstep on the same calibration sequences
+  // (its weights never change). Each Linear is solved against the output it has there: W is
+  // first replaced by gptaq_target(W, X̃ᵀX, XᵀX), then GPTQ'd. Its inputs are read on the host
+  // (no device observer). Null: plain GPTQ.
+  CalibrationExecutor* reference = nullptr;
   // Called once per quantized Linear, in order; receives the quantized weights.
   std::function<void(const LinearReport&, const QuantizedLinear&)> on_linear;
   std::function<void(int layer, double seconds)> on_layer;

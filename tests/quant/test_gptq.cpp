@@ -5,6 +5,7 @@
 // no lazy updates, no reversal trick).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -13,6 +14,7 @@
 
 #include "models/error.h"
 #include "passes/quant/calibration.h"
+#include "passes/quant/gptaq.h"
 #include "passes/quant/gptq.h"
 #include "passes/quant/linalg.h"
 
@@ -435,4 +437,107 @@ TEST(QuantGptq, TrueSequentialObservesQuantizedEarlierGroups) {
     EXPECT_EQ((quantized_a ? seq : plain).at("b"), rb.q.codes) << "quantized_a=" << quantized_a;
   }
   EXPECT_NE(seq.at("b"), plain.at("b"));  // the two orders must differ on this input
+}
+
+// ---- GPTAQ (passes/quant/gptaq.h) ----
+
+// W* against the least-squares map computed independently in float64: Q* = argmin ‖X̃Wᵀ − XQᵀ‖,
+// from the normal equations (XᵀX)·Q*ᵀ = XᵀX̃·Wᵀ solved by Gaussian elimination with partial
+// pivoting. damp 0, so W* is that map; the only difference left is the fp32 rounding of the Gram
+// partials and of W*: 1e-4 of max|W*| is ~100x what a 64-row fp32 dot product loses at a
+// condition number of ~10.
+TEST(QuantGptaq, TargetIsTheLeastSquaresMapInFloat64) {
+  constexpr int64_t rows = 64, n = 8, out = 5;
+  std::mt19937 rng(7);
+  std::normal_distribution<double> nd(0.0, 1.0);
+  std::vector<float> Xr(rows * n), X(rows * n), W(out * n);
+  for (size_t i = 0; i < Xr.size(); ++i) {
+    Xr[i] = float(nd(rng));
+    X[i] = Xr[i] + float(0.2 * nd(rng));  // the quantized model's inputs drift from the float ones
+  }
+  for (auto& v : W) v = float(nd(rng));
+  CrossGramAccumulator acc(n);
+  acc.add(Xr.data(), X.data(), rows, n);
+  const std::vector<float> got = gptaq_target(W.data(), out, n, acc.cross(), acc.gram(), /*damp=*/0.0);
+  // Reference: A = XᵀX, B = XᵀX̃·Wᵀ [n, out], Q*ᵀ = A⁻¹B.
+  std::vector<double> A(n * n, 0.0), B(n * out, 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t r = 0; r < rows; ++r) A[i * n + j] += double(X[r * n + i]) * X[r * n + j];
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t r = 0; r < rows; ++r) {
+        double y = 0.0;  // (X̃·Wᵀ)[r, o]
+        for (int64_t k = 0; k < n; ++k) y += double(Xr[r * n + k]) * W[o * n + k];
+        B[i * out + o] += double(X[r * n + i]) * y;
+      }
+  for (int64_t c = 0; c < n; ++c) {
+    int64_t p = c;
+    for (int64_t r = c + 1; r < n; ++r)
+      if (std::abs(A[r * n + c]) > std::abs(A[p * n + c])) p = r;
+    for (int64_t k = 0; k < n; ++k) std::swap(A[c * n + k], A[p * n + k]);
+    for (int64_t o = 0; o < out; ++o) std::swap(B[c * out + o], B[p * out + o]);
+    for (int64_t r = 0; r < n; ++r) {
+      if (r == c) continue;
+      const double f = A[r * n + c] / A[c * n + c];
+      for (int64_t k = 0; k < n; ++k) A[r * n + k] -= f * A[c * n + k];
+      for (int64_t o = 0; o < out; ++o) B[r * out + o] -= f * B[c * out + o];
+    }
+  }
+  double worst = 0.0, scale = 0.0;
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t j = 0; j < n; ++j) {
+      const double want = B[j * out + o] / A[j * n + j];
+      worst = std::max(worst, std::abs(want - got[o * n + j]));
+      scale = std::max(scale, std::abs(want));
+    }
+  EXPECT_LE(worst, 1e-4 * scale);
+  double moved = 0.0;  // and the map is not W: the drift matters
+  for (size_t i = 0; i < W.size(); ++i) moved = std::max(moved, double(std::abs(W[i] - got[i])));
+  EXPECT_GT(moved, 1e-2 * scale);
+}
+
+// Equal inputs leave W exactly as it is, damping or not.
+TEST(QuantGptaq, EqualInputsLeaveTheWeightsUnchanged) {
+  Layer L = make_layer(128, 32, 16, 41, /*dead=*/1);
+  CrossGramAccumulator acc(32);
+  acc.add(L.X.data(), L.X.data(), 128, 32);
+  EXPECT_EQ(gptaq_target(L.W.data(), 16, 32, acc.cross(), acc.gram(), 0.01), L.W);
+}
+
+// The driver with a full-precision reference: layer 0 sees the same inputs in both models (plain
+// GPTQ); layer 1 is solved for gptaq_target(W1) with X̃ = X·W0ᵀ (float) and X = X·Q0ᵀ — by hand.
+TEST(QuantGptaq, DriverSolvesAgainstTheReferenceInputs) {
+  Layer a = make_layer(256, 64, 64, 51), b = make_layer(8, 64, 64, 52);
+  for (auto& v : a.W) v *= 8.f;
+  GptqDriverOptions opt;
+  opt.gptq.spec = {32, false};
+  std::vector<QuantizedLinear> qs;
+  opt.on_linear = [&](const LinearReport&, const QuantizedLinear& q) { qs.push_back(q); };
+  LinearChain chain(a.X, 256, 64, {a.W, b.W}), reference(a.X, 256, 64, {a.W, b.W});
+  opt.reference = &reference;
+  run_gptq(chain, opt);
+  ASSERT_EQ(qs.size(), 2u);
+  EXPECT_EQ(reference.w_[0], a.W);  // the reference is never quantized
+  HessianAccumulator h0(64);
+  h0.add(a.X.data(), 256, 64);
+  const GptqResult r0 = gptq_quantize(a.W.data(), 64, 64, h0.hessian(), opt.gptq);
+  EXPECT_EQ(qs[0].codes, r0.q.codes);
+  const std::vector<float> xf = matmul_t(a.X, 256, 64, a.W), xq = matmul_t(a.X, 256, 64, r0.q.dequantized());
+  CrossGramAccumulator acc(64);
+  acc.add(xf.data(), xq.data(), 256, 64);
+  const std::vector<float> target = gptaq_target(b.W.data(), 64, 64, acc.cross(), acc.gram(), opt.gptq.damp);
+  HessianAccumulator h1(64);
+  h1.add(xq.data(), 256, 64);
+  const GptqResult r1 = gptq_quantize(target.data(), 64, 64, h1.hessian(), opt.gptq);
+  EXPECT_EQ(qs[1].codes, r1.q.codes);
+  // Against the float output of layer 1, the GPTAQ weights do better than plain GPTQ's.
+  const GptqResult plain = gptq_quantize(b.W.data(), 64, 64, h1.hessian(), opt.gptq);
+  auto err = [&](const std::vector<float>& q) {
+    const std::vector<float> want = matmul_t(xf, 256, 64, b.W), got = matmul_t(xq, 256, 64, q);
+    double e = 0.0;
+    for (size_t i = 0; i < want.size(); ++i) e += double(want[i] - got[i]) * (want[i] - got[i]);
+    return e;
+  };
+  EXPECT_LT(err(r1.q.dequantized()), err(plain.q.dequantized()));
 }
