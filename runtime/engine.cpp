@@ -109,7 +109,7 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, std
   if (window) e->window_blocks_ = std::make_unique<BlockPool>(got.window_blocks, block);
   // A prefilling sequence holds the window of its chunk: a small pool takes smaller chunks.
   if (window) e->opts_.chunk_tokens = std::clamp((got.window_blocks - 1) * block - window + 1, 1, e->opts_.chunk_tokens);
-  const int chunk_peak = std::min({e->opts_.chunk_tokens, e->opts_.token_budget});
+  const int chunk_peak = std::min(e->opts_.chunk_tokens, e->opts_.token_budget);
 
   // Why the batch is what it is.
   const int S = e->opts_.max_sequences;

@@ -87,7 +87,9 @@ struct Observation {
     }
     acc->add(it->second[k].data(), x, rows, in, opt.threads);
   }
+  // GPTAQ reads every input on the host (the cross Gram): no device observer then.
   CalibrationExecutor::DeviceObserver device_observer(int layer, const GptqDriverOptions& opt, GptqTimings& tm) {
+    if (opt.reference) return {};
     return [this, layer, &opt, &tm](const std::vector<std::string>& names, const void* x, int64_t rows, int64_t in) {
       if (names.empty()) return true;
       HessianStore& st = store(layer, opt, names, in);
@@ -193,9 +195,7 @@ std::vector<LinearReport> gptq_layer(CalibrationExecutor& exec, int layer, const
       obs.reference = &ref;
     }
     const double h0 = tm.hessian;
-    if (opt.reference) {
-      exec.run_layer(layer, obs.observer(layer, opt, tm), /*advance=*/false);
-    } else {
+    {
       const Observation::DeviceScope dev(exec, obs.device_observer(layer, opt, tm));
       exec.run_layer(layer, obs.observer(layer, opt, tm), /*advance=*/false);
     }
@@ -226,9 +226,7 @@ std::vector<LinearReport> gptq_layer(CalibrationExecutor& exec, int layer, const
         obs.reference = &ref;
       }
       const double h0 = tm.hessian;
-      if (opt.reference) {
-        exec.observe_group(layer, int(g), obs.observer(layer, opt, tm));
-      } else {
+      {
         const Observation::DeviceScope dev(exec, obs.device_observer(layer, opt, tm));
         exec.observe_group(layer, int(g), obs.observer(layer, opt, tm));
       }
