@@ -137,7 +137,7 @@ void quantize_observed(CalibrationExecutor& exec, int layer, const std::vector<L
     r.seconds = secs(t_lin, clock::now());
     tm.solve += r.seconds;
     const auto t_write = clock::now();
-    exec.set_weight(layer, li.name, r.q.dequantized());
+    exec.set_weight(layer, li.name, r.q.dequantized(opt.threads));
     tm.weights += secs(t_write, clock::now());
     LinearReport rep;
     rep.layer = layer;

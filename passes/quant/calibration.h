@@ -103,7 +103,7 @@ struct GptqDriverOptions {
   // AutoGPTQ's true_sequential). Off: every Linear sees the layer's unquantized inputs.
   bool true_sequential = false;
   GptqTimings* timings = nullptr;  // accumulated into when set
-  int threads = 1;  // for the Hessian accumulation
+  int threads = 1;  // for the Hessian accumulation and the fake-quantized write-back
   GramUpdate gram;  // the Hessian's XᵀX kernel; empty: sgemm_acc on `threads` threads
   HessianStoreFactory stores;  // empty: host_hessian_store(n, threads, gram)
   // GPTAQ (gptaq.h): the full-precision model run in lockstep on the same calibration sequences

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
 
 #include "models/dtype.h"
 #include "models/error.h"
@@ -91,10 +92,22 @@ int64_t padded_in_features(int64_t in, int group_size) {
   return (in + group_size - 1) / group_size * group_size;
 }
 
-std::vector<float> QuantizedLinear::dequantized() const {
+std::vector<float> QuantizedLinear::dequantized(int threads) const {
   std::vector<float> w(static_cast<size_t>(out * in));
-  for (int64_t o = 0; o < out; ++o)
-    for (int64_t i = 0; i < in; ++i) w[o * in + i] = dequant(o, i);
+  auto rows = [&](int64_t b, int64_t e) {
+    for (int64_t o = b; o < e; ++o)
+      for (int64_t i = 0; i < in; ++i) w[o * in + i] = dequant(o, i);
+  };
+  const int64_t nt = std::clamp<int64_t>(threads, 1, std::max<int64_t>(1, out * in >> 20));  // ≥ 1M values each
+  if (nt == 1) {
+    rows(0, out);
+    return w;
+  }
+  std::vector<std::thread> pool;
+  const int64_t per = (out + nt - 1) / nt;
+  for (int64_t t = 1; t < nt; ++t) pool.emplace_back(rows, std::min(out, t * per), std::min(out, (t + 1) * per));
+  rows(0, std::min(out, per));
+  for (auto& th : pool) th.join();
   return w;
 }
 

@@ -73,8 +73,8 @@ struct QuantizedLinear {
   float dequant(int64_t o, int64_t i) const {
     return dequantize_code(codes[o * padded_in + i], params(o, i / group_size));
   }
-  // Dense [out, in] fp32 fake-quantized weights.
-  std::vector<float> dequantized() const;
+  // Dense [out, in] fp32 fake-quantized weights (rows split over up to `threads` threads).
+  std::vector<float> dequantized(int threads = 1) const;
 };
 
 int64_t padded_in_features(int64_t in, int group_size);

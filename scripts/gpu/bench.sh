@@ -10,7 +10,7 @@
 #   Usage: bash scripts/gpu/bench.sh PACKDIR [BASELINE_PACKDIR]
 #   Env:
 #     DATASETS   datasets/<name>.jsonl to run (default "performance_public performance_decode
-#                performance_large"; a name without a file is reported as missing)
+#                performance_large"; empty: none; a name without a file is reported as missing)
 #     MODES      "full emulated" (default): whole GPU, --emulate 1g.10gb
 #     ROUNDS     interleaved rounds per configuration (default 1; each round runs every pack once)
 #     REPEAT     g4c bench --repeat (default 3), WARMUP (default 1)
@@ -22,6 +22,10 @@
 #                `g4c serve` of the new pack on the same checkpoint (--budget 9984MiB, defaults) and
 #                `g4c loadgen` of SERVE_DATASET (default performance_public), streamed, at each
 #                concurrency; a table of TTFT, TPOT, ITL, end-to-end latency and throughput
+#     QUANTIZE   "1": first synthesize the 12B in BF16 (same seed) and, in each mode, time
+#                `g4c quantize --method gptq` with its defaults (128 x 512 calibration tokens of
+#                datasets/calibration-256.jsonl) on the GPU under --budget 9984MiB; the seconds by
+#                stage, peak and total land in quantize_table.txt (new pack only)
 # Exit status: 1 when a run failed or the tokens of baseline and new differ, else 0.
 set -uo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 PACKDIR [BASELINE_PACKDIR]" >&2; exit 2; }
@@ -30,8 +34,8 @@ BASE=${2:+$(cd "$2" && pwd)}
 WORK=${WORK:-/tmp/g4c-bench}
 R=${OUT:-$WORK/reports}
 mkdir -p "$WORK" "$R"
-DATASETS=${DATASETS:-performance_public performance_decode performance_large}
-MODES=${MODES:-full emulated}
+DATASETS=${DATASETS-performance_public performance_decode performance_large}
+MODES=${MODES-full emulated}
 ROUNDS=${ROUNDS:-1}
 TO=${G4C_BENCH_TIMEOUT:-600}
 export G4C_NO_PROGRESS=1
@@ -62,6 +66,27 @@ if [ ! -f "$CKPT/config.json" ]; then
 fi
 
 FAILED=0
+if [ "${QUANTIZE:-0}" = 1 ]; then
+  BF16=$WORK/gemma4-12b-bf16-seed${SEED:-0}
+  if [ ! -f "$BF16/config.json" ]; then
+    echo "== synth $BF16"
+    /usr/bin/time -f "synth bf16: %e s" "$G_NEW" synth --preset gemma4-12b --dtype bf16 --seed "${SEED:-0}" \
+      -o "$BF16.tmp" --no-progress && mv "$BF16.tmp" "$BF16" || { echo "synth bf16 failed" >&2; exit 1; }
+  fi
+  calib=$(dirname "$NEW")/datasets/calibration-256.jsonl
+  for mode in $MODES; do
+    dev=(--device cuda --budget 9984MiB)
+    [ "$mode" = emulated ] && dev+=(--emulate 1g.10gb)
+    echo "== quantize $mode"
+    rm -rf "$WORK/q-$mode"
+    timeout "$TO" /usr/bin/time -f "quantize $mode: %e s wall, %M KiB host peak" "$G_NEW" quantize --model "$BF16" \
+      --method gptq --calibration "$calib" "${dev[@]}" -o "$WORK/q-$mode" > "$R/quantize_$mode.log" 2>&1 ||
+      { echo "quantize $mode failed (see $R/quantize_$mode.log)"; FAILED=1; }
+    grep -E "seconds by stage|peak|quantize $mode:" "$R/quantize_$mode.log" | tee -a "$R/quantize_table.txt"
+    cp "$WORK/q-$mode/quantization_config.json" "$R/quantize_$mode.json" 2>/dev/null || true
+    rm -rf "$WORK/q-$mode"
+  done
+fi
 for ds in $DATASETS; do
   in=$(dirname "$NEW")/datasets/$ds.jsonl  # the tree the pack lies in
   if [ ! -f "$in" ]; then echo "$ds: no $in" | tee "$R/$ds.missing"; FAILED=1; continue; fi

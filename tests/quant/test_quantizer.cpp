@@ -36,6 +36,21 @@ TEST(QuantRtn, AsymmetricHandComputedWithClamp) {
   EXPECT_EQ(q.dequantized(), (std::vector<float>{-2.f, 0.f, 6.f, 13.f}));
 }
 
+TEST(QuantRtn, DequantizedOverThreadsIsTheSingleThreadedOne) {
+  // 3 M values (three 1M-value chunks at least) with a ragged last row chunk: every row written
+  // once, by the element formula (the single-threaded loop is the reference).
+  const int64_t out = 1501, in = 2048;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> g(0.f, 1.f);
+  std::vector<float> w(size_t(out * in));
+  for (auto& v : w) v = g(rng);
+  const QuantizedLinear q = quantize_rtn(w.data(), out, in, {128, false});
+  const std::vector<float> one = q.dequantized();
+  EXPECT_EQ(q.dequantized(3), one);
+  EXPECT_EQ(q.dequantized(7), one);
+  EXPECT_EQ(one[size_t(out * in - 1)], q.dequant(out - 1, in - 1));
+}
+
 TEST(QuantRtn, AsymmetricRangeIncludesZeroAndScaleIsFp16) {
   // All positive: mn clamps to 0 → z = 0; s = 3/15 = 0.2 → fp16 0.199951171875.
   const std::vector<float> w = {1.f, 2.f, 3.f, 0.5f};
