@@ -1,6 +1,8 @@
 // Weight store loading: dense conversion and INT4 dequantization (see weights.h).
 #include "runtime/weights.h"
 
+#include <algorithm>
+#include <cstring>
 #include <thread>
 
 #include "models/error.h"
@@ -8,24 +10,37 @@
 #include "models/safetensors.h"
 
 namespace g4c::runtime {
-namespace {
 
-void to_f32(const models::TensorView& v, float* out) {
+void tensor_to_f32(const models::TensorView& v, float* out, int threads) {
   const int64_t n = v.info->numel();
-  switch (v.info->dtype) {
-    case DType::BF16: for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_f32(v.as<uint16_t>()[i]); break;
-    case DType::F16: for (int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(v.as<uint16_t>()[i]); break;
-    case DType::F32: std::memcpy(out, v.data, size_t(n) * 4); break;
-    default: throw Error(v.info->file + ": tensor " + v.info->name + " is " + std::string(dtype_name(v.info->dtype)) +
-                         ", expected a floating point weight");
-  }
+  const DType dt = v.info->dtype;
+  if (dt != DType::BF16 && dt != DType::F16 && dt != DType::F32)
+    throw Error(v.info->file + ": tensor " + v.info->name + " is " + std::string(dtype_name(dt)) +
+                ", expected a floating point weight");
+  const auto* u = v.as<uint16_t>();
+  auto work = [&](int64_t b, int64_t e) {
+    switch (dt) {
+      case DType::BF16: for (int64_t i = b; i < e; ++i) out[i] = bf16_to_f32(u[i]); break;
+      case DType::F16: for (int64_t i = b; i < e; ++i) out[i] = f16_to_f32(u[i]); break;
+      default: std::memcpy(out + b, v.data + b * 4, size_t(e - b) * 4); break;
+    }
+  };
+  const int64_t nt = std::clamp<int64_t>(threads, 1, std::max<int64_t>(1, n >> 22));
+  if (nt == 1) return work(0, n);
+  const int64_t per = (n + nt - 1) / nt;
+  std::vector<std::thread> pool;
+  for (int64_t t = 1; t < nt; ++t) pool.emplace_back(work, std::min(n, t * per), std::min(n, (t + 1) * per));
+  work(0, std::min(n, per));
+  for (auto& th : pool) th.join();
 }
 
-std::vector<float> load_one(const plan::fb::Weight& w, const models::Checkpoint& ckpt) {
+namespace {
+
+std::vector<float> load_one(const plan::fb::Weight& w, const models::Checkpoint& ckpt, int threads) {
   if (w.format() == plan::fb::WeightFormat::Dense) {
     auto v = ckpt.get(w.checkpoint_key()->str());
     std::vector<float> out(size_t(v.info->numel()));
-    to_f32(v, out.data());
+    tensor_to_f32(v, out.data(), threads);
     return out;
   }
   const auto* l = w.int4();
@@ -68,7 +83,7 @@ std::unique_ptr<WeightStore> WeightStore::load(const plan::Plan& plan, const mod
   std::vector<std::string> errors(n);
   auto work = [&](int t, int nt) {
     for (int i = t; i < n; i += nt) try {
-        store->data_[i] = load_one(*ws->Get(i), ckpt);
+        store->data_[i] = load_one(*ws->Get(i), ckpt, 1);  // the loaders run one weight each
         int64_t numel = 1;
         for (auto d : store->shapes_[i]) numel *= d;
         if (int64_t(store->data_[i].size()) != numel)
@@ -112,7 +127,9 @@ std::span<const uint16_t> WeightStore::checkpoint_bf16(int id) const {
 
 void WeightStore::materialize(int id) const {
   std::call_once(once_[size_t(id)], [&] {
-    auto v = load_one(*(*plan_)->weights()->Get(id), *ckpt_);
+    // One weight on first use (the caller waits for it): the conversion over up to 8 threads.
+    const int threads = int(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
+    auto v = load_one(*(*plan_)->weights()->Get(id), *ckpt_, threads);
     if (v.size() != numel(id))
       throw Error(ckpt_->dir().string() + ": weight " + names_[id] + " has " + std::to_string(v.size()) +
                   " elements, the plan says " + std::to_string(numel(id)));

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "models/config.h"
+#include "models/error.h"
 #include "models/safetensors.h"
 #include "runtime/plan/reference_builder.h"
 #include "runtime/weights.h"
@@ -67,4 +68,36 @@ TEST(WeightStore, CheckpointBf16IsTheUnreplacedCheckpointTensor) {
   lazy->replace(e, ones);
   EXPECT_TRUE(lazy->checkpoint_bf16(e).empty());
   EXPECT_FALSE(lazy->checkpoint_bf16(lazy->find("norm.weight")).empty());
+}
+
+// tensor_to_f32 over threads: every value once, by the scalar conversion (bf16_to_f32 /
+// f16_to_f32 / memcpy are the reference), for 9M values (three 4M-value chunks, a ragged last).
+TEST(WeightStore, TensorToF32OverThreadsIsTheScalarConversion) {
+  const int64_t n = (int64_t(9) << 20) + 3;
+  std::vector<uint16_t> bits(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) bits[size_t(i)] = uint16_t(((i * 2654435761u) >> 7) & 0x3fff);  // finite in both
+  for (DType dt : {DType::BF16, DType::F16}) {
+    models::TensorInfo info;
+    info.name = "w";
+    info.dtype = dt;
+    info.shape = {n};
+    info.nbytes = uint64_t(n) * 2;
+    const models::TensorView v{&info, reinterpret_cast<const uint8_t*>(bits.data())};
+    std::vector<float> got(size_t(n), -1.f);
+    runtime::tensor_to_f32(v, got.data(), 4);
+    size_t bad = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float want = dt == DType::BF16 ? bf16_to_f32(bits[size_t(i)]) : f16_to_f32(bits[size_t(i)]);
+      bad += std::memcmp(&want, &got[size_t(i)], 4) != 0;
+    }
+    EXPECT_EQ(bad, 0u) << dtype_name(dt);
+  }
+  models::TensorInfo info;
+  info.name = "q";
+  info.dtype = DType::I32;
+  info.shape = {4};
+  info.nbytes = 16;
+  const models::TensorView v{&info, reinterpret_cast<const uint8_t*>(bits.data())};
+  float out[4];
+  EXPECT_THROW(runtime::tensor_to_f32(v, out, 2), g4c::Error);
 }
