@@ -54,8 +54,7 @@ class DeviceHessian {
   // H += 2·XᵀX for host X [rows, ld] (ld ≥ n), in partials of ≤ 8192 rows as
   // quant::HessianAccumulator::add.
   void add(const float* x, int64_t rows, int64_t ld);
-  // The same from bf16 rows already in device memory (x [rows, ld], on the device's stream), the
-  // Gram on the tensor cores (fp32 sums in the mma's order: cuda::gptq_gram_upper_bf16).
+  // The same from bf16 rows already in device memory (x [rows, ld], on the device's stream).
   void add_device_bf16(const void* x, int64_t rows, int64_t ld);
   std::vector<double> hessian() const;  // H (before prepare)
   void set_hessian(const std::vector<double>& H, int64_t rows);

@@ -1,9 +1,6 @@
-// GPTQ kernels (gptq_kernels.cuh): Gram, Cholesky factor of H⁻¹, blocked column solve.
+// GPTQ kernels (gptq.cuh): Gram, Cholesky factor of H⁻¹, blocked column solve.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <mma.h>
-
-#include <cstdint>
 
 #include "passes/quant/cuda/gptq_kernels.cuh"
 
@@ -14,11 +11,15 @@ constexpr int kNB = 64;  // Cholesky / triangular-inverse block
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// ---- Gram of fp32 rows: partial = XᵀX, 128×128 tiles on and above the diagonal ----
+// ---- Gram: partial = XᵀX, 128×128 tiles on and above the diagonal ----
 // 256 threads; thread (tx, ty) of 16×16 holds rows {ty·4 + i, 64 + ty·4 + i} and the same
 // columns in tx. Rows past `rows` load as 0: fma(0, 0, acc) = acc (acc is never −0: it starts
 // at +0 and a sum that cancels to zero is +0 under round-to-nearest).
-__global__ void __launch_bounds__(256) gram_kernel(const float* __restrict__ X, int64_t rows, int64_t n, int64_t ld,
+__device__ __forceinline__ float widen(float v) { return v; }
+__device__ __forceinline__ float widen(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <class T>
+__global__ void __launch_bounds__(256) gram_kernel(const T* __restrict__ X, int64_t rows, int64_t n, int64_t ld,
                                                    float* __restrict__ P, bool accumulate) {
   const int bi = blockIdx.y, bj = blockIdx.x;
   if (bj < bi) return;
@@ -41,8 +42,8 @@ __global__ void __launch_bounds__(256) gram_kernel(const float* __restrict__ X, 
       const int64_t r = k0 + kk;
       float a = 0.f, b = 0.f;
       if (r < rows) {
-        if (i0 + c < n) a = X[r * ld + i0 + c];
-        if (j0 + c < n) b = X[r * ld + j0 + c];
+        if (i0 + c < n) a = widen(X[r * ld + i0 + c]);
+        if (j0 + c < n) b = widen(X[r * ld + j0 + c]);
       }
       As[kk][c] = a;
       Bs[kk][c] = b;
@@ -74,106 +75,6 @@ __global__ void __launch_bounds__(256) gram_kernel(const float* __restrict__ X, 
       if (c < n) P[r * n + c] = acc[i][j];
     }
   }
-}
-
-// ---- Gram of bf16 rows on the tensor cores: partial = XᵀX, 128×128 tiles on and above the
-// diagonal, bf16 × bf16 products (exact in fp32) accumulated in fp32 by mma (WMMA 16×16×16).
-// 8 warps; warp w holds rows (w / 2)·32 … +32 and columns (w % 2)·64 … +64 of the tile as 2×4
-// fragments. Each step stages 32 rows of X for the tile's row and column ranges in shared memory
-// (Aᵀ is X read column-major), the next step's rows prefetched into registers meanwhile. Values
-// outside [rows) × [n) load as 0.
-constexpr int kGK = 32;           // rows of X per step
-constexpr int kGLd = 128 + 8;     // shared row stride (bf16): 16-byte rows, banks staggered
-
-struct GramStage {
-  uint4 a[2], b[2];  // this thread's 2 × 8 bf16 of the A and B slabs
-};
-
-template <bool kVec>
-__device__ __forceinline__ uint4 load8(const __nv_bfloat16* __restrict__ X, int64_t r, int64_t c, int64_t rows,
-                                       int64_t n, int64_t ld) {
-  if (r >= rows || c >= n) return make_uint4(0, 0, 0, 0);
-  const __nv_bfloat16* p = X + r * ld + c;
-  if (kVec && c + 8 <= n) return __ldg(reinterpret_cast<const uint4*>(p));
-  alignas(16) __nv_bfloat16 v[8];
-#pragma unroll
-  for (int e = 0; e < 8; ++e) v[e] = c + e < n ? p[e] : __float2bfloat16(0.f);
-  return *reinterpret_cast<const uint4*>(v);
-}
-
-template <bool kVec>
-__device__ __forceinline__ void gram_fetch(GramStage& g, const __nv_bfloat16* __restrict__ X, int64_t k0, int64_t i0,
-                                           int64_t j0, int64_t rows, int64_t n, int64_t ld) {
-#pragma unroll
-  for (int q = 0; q < 2; ++q) {
-    const int l = int(threadIdx.x) + 256 * q, kk = l / 16, c = (l % 16) * 8;  // 32 rows × 16 chunks of 8
-    g.a[q] = load8<kVec>(X, k0 + kk, i0 + c, rows, n, ld);
-    g.b[q] = load8<kVec>(X, k0 + kk, j0 + c, rows, n, ld);
-  }
-}
-
-template <bool kVec>
-__global__ void __launch_bounds__(256) gram_bf16_tc_kernel(const __nv_bfloat16* __restrict__ X, int64_t rows,
-                                                           int64_t n, int64_t ld, float* __restrict__ P,
-                                                           bool accumulate) {
-  using namespace nvcuda;
-  const int bi = blockIdx.y, bj = blockIdx.x;
-  if (bj < bi) return;
-  const int64_t i0 = int64_t(bi) * 128, j0 = int64_t(bj) * 128;
-  __shared__ __align__(32) __nv_bfloat16 As[kGK][kGLd];
-  __shared__ __align__(32) __nv_bfloat16 Bs[kGK][kGLd];
-  __shared__ __align__(32) float out[8][16 * 16];
-  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, wr = warp / 2, wc = warp % 2;
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][4];
-#pragma unroll
-  for (int f = 0; f < 2; ++f)
-#pragma unroll
-    for (int g = 0; g < 4; ++g) wmma::fill_fragment(acc[f][g], 0.f);
-  GramStage st;
-  gram_fetch<kVec>(st, X, 0, i0, j0, rows, n, ld);
-  for (int64_t k0 = 0; k0 < rows; k0 += kGK) {
-#pragma unroll
-    for (int q = 0; q < 2; ++q) {
-      const int l = int(threadIdx.x) + 256 * q, kk = l / 16, c = (l % 16) * 8;
-      *reinterpret_cast<uint4*>(&As[kk][c]) = st.a[q];
-      *reinterpret_cast<uint4*>(&Bs[kk][c]) = st.b[q];
-    }
-    __syncthreads();
-    if (k0 + kGK < rows) gram_fetch<kVec>(st, X, k0 + kGK, i0, j0, rows, n, ld);
-#pragma unroll
-    for (int kk = 0; kk < kGK; kk += 16) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::col_major> a[2];
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> b[4];
-#pragma unroll
-      for (int f = 0; f < 2; ++f) wmma::load_matrix_sync(a[f], &As[kk][wr * 32 + f * 16], kGLd);
-#pragma unroll
-      for (int g = 0; g < 4; ++g) wmma::load_matrix_sync(b[g], &Bs[kk][wc * 64 + g * 16], kGLd);
-#pragma unroll
-      for (int f = 0; f < 2; ++f)
-#pragma unroll
-        for (int g = 0; g < 4; ++g) wmma::mma_sync(acc[f][g], a[f], b[g], acc[f][g]);
-    }
-    __syncthreads();
-  }
-  // Each fragment through the warp's 16×16 scratch, written inside [n) × [n).
-#pragma unroll
-  for (int f = 0; f < 2; ++f)
-#pragma unroll
-    for (int g = 0; g < 4; ++g) {
-      wmma::store_matrix_sync(out[warp], acc[f][g], 16, wmma::mem_row_major);
-      __syncwarp();
-      const int64_t r0 = i0 + wr * 32 + f * 16, c0 = j0 + wc * 64 + g * 16;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        const int idx = lane + 32 * e, rr = idx / 16, cc = idx % 16;
-        const int64_t r = r0 + rr, c = c0 + cc;
-        if (r < n && c < n) {
-          const float v = out[warp][idx];
-          P[r * n + c] = accumulate ? P[r * n + c] + v : v;
-        }
-      }
-      __syncwarp();
-    }
 }
 
 __global__ void hessian_add_kernel(const float* __restrict__ P, int64_t n, double* __restrict__ H) {
@@ -534,7 +435,7 @@ cudaError_t gptq_gram_upper(const float* X, int64_t rows, int64_t n, int64_t ld,
                             cudaStream_t s) {
   if (n <= 0) return cudaSuccess;
   const unsigned nt = unsigned(cdiv(n, 128));
-  gram_kernel<<<dim3(nt, nt), 256, 0, s>>>(X, rows, n, ld, partial, accumulate);
+  gram_kernel<float><<<dim3(nt, nt), 256, 0, s>>>(X, rows, n, ld, partial, accumulate);
   return cudaGetLastError();
 }
 
@@ -542,12 +443,8 @@ cudaError_t gptq_gram_upper_bf16(const void* X, int64_t rows, int64_t n, int64_t
                                  cudaStream_t s) {
   if (n <= 0) return cudaSuccess;
   const unsigned nt = unsigned(cdiv(n, 128));
-  const auto* x = static_cast<const __nv_bfloat16*>(X);
-  const bool vec = ld % 8 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;  // 16-byte row chunks
-  if (vec)
-    gram_bf16_tc_kernel<true><<<dim3(nt, nt), 256, 0, s>>>(x, rows, n, ld, partial, accumulate);
-  else
-    gram_bf16_tc_kernel<false><<<dim3(nt, nt), 256, 0, s>>>(x, rows, n, ld, partial, accumulate);
+  gram_kernel<__nv_bfloat16><<<dim3(nt, nt), 256, 0, s>>>(static_cast<const __nv_bfloat16*>(X), rows, n, ld, partial,
+                                                          accumulate);
   return cudaGetLastError();
 }
 

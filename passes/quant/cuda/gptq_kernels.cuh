@@ -1,9 +1,7 @@
 // GPTQ on the device (the 12B's GPTQ on the GPU inside the budget). The host
 // implementation (passes/quant/gptq.cpp) is the reference; these kernels do the same arithmetic:
-//   gram        from host fp32 rows: one fp32 FMA chain per element over the rows in order (the
-//               bits of the host's FMA GEMM tiles); from the calibration forward's bf16 rows on
-//               the device: tensor cores, exact products summed in fp32 in the mma's order;
-//               H += 2·double(partial) as the host accumulator does;
+//   gram        one fp32 FMA chain per element over the rows in order (the bits of the host's
+//               FMA GEMM tiles), H += 2·double(partial) as the host accumulator does;
 //   factor      H⁻¹'s upper Cholesky factor U by the host's route (J·P·H·P·J + damp·I = L·Lᵀ,
 //               U = J·L⁻¹·J), blocked in fp64 (rounding differs from the unblocked host loops);
 //   solve       the blocked column loop with the host's operations in the host's order and no FMA
@@ -25,9 +23,8 @@ namespace g4c::cuda {
 cudaError_t gptq_gram_upper(const float* X, int64_t rows, int64_t n, int64_t ld, float* partial, bool accumulate,
                             cudaStream_t s);
 
-// The same from bf16 rows (X [rows, ld] __nv_bfloat16) on the tensor cores: every product
-// x_ri·x_rj is exact in fp32, the sums are fp32 in the mma's order (not the fp32 rows' chain), so
-// |partial − exact| ≤ rows·2⁻²³·Σ_r |x_ri·x_rj| (one truncation per addition at worst).
+// The same from bf16 rows (X [rows, ld] __nv_bfloat16): each element widened to fp32 exactly,
+// so the partial is bitwise that of the fp32 rows holding the same values.
 cudaError_t gptq_gram_upper_bf16(const void* X, int64_t rows, int64_t n, int64_t ld, float* partial, bool accumulate,
                                  cudaStream_t s);
 
