@@ -197,4 +197,43 @@ def GPTQ : Pass<"g4-gptq", "::mlir::ModuleOp"> {
   ];
 }
 
+def AWQScale : Pass<"g4-awq-scale", "::mlir::ModuleOp"> {
+  let summary = "activation-aware per-input-channel scales folded into the RMSNorm or Linear before each Linear input";
+  let description = [{
+    Finds, on the unfused graph, every Linear input whose producer can take
+    a per-channel scale exactly, and for each such site searches the scale
+    s = mean|x|^alpha (normalised, alpha on a grid) on the calibration set
+    that minimizes the output error of the Linears quantized by RTN
+    (passes/quant/awq.h), then folds 1/s into the producer and s into the
+    Linears' columns. Exact sites:
+      - `g4.rms_norm %h, @w` over whole rows whose only users are
+        `g4.matmul(·, g4.dequant @W)` and whose weight no other op reads
+        (q/k/v ← input_layernorm, gate/up ← pre_feedforward_layernorm);
+        w' is rounded to the weight's storage type (BF16) and the columns
+        take w / w', so the fold stays exact;
+      - `g4.mul(g, g4.matmul(y, g4.dequant @U))` read only by Linears, U's
+        output read only by that mul (down ← up: U's rows take 1/s).
+    Everything else keeps its input: o_proj reads attention over V =
+    rms_head(v_raw) without a weight (a per-channel scale of v_proj would
+    be normalized away), k_eq_v layers have no v_proj at all. Runs the
+    layers through the calibration executor (passes/AWQScale.h, `g4c
+    quantize --awq`), then restarts it so that g4-gptq can follow; the
+    weights stay BF16 (no `quant`). Sets `g4.awq`.
+
+    ```mlir
+    %a = g4.rms_norm %h, @layers.0.input_layernorm {eps = 1.0e-06 : f64, group = 256 : i64} : tensor<?x256xf32>
+    %w = g4.dequant @layers.0.self_attn.q_proj : tensor<256x256xbf16>
+    %q = g4.matmul %a, %w : tensor<?x256xf32>, tensor<256x256xbf16> -> tensor<?x256xf32>
+    // input_layernorm ← w / s, q_proj ← W·diag(s)
+    ```
+  }];
+  let options = [
+    Option<"groupSize", "group-size", "int64_t", "128", "input elements per scale of the INT4 format searched for">,
+    Option<"symmetric", "symmetric", "bool", "true", "symmetric codes (no zero points)">,
+    Option<"grid", "grid", "int64_t", "20", "alpha = i / grid, i = 0 … grid">,
+    Option<"clip", "clip", "std::string", "\"none\"",
+           "group ranges of the quantizer in the search: none (min/max) | mse">
+  ];
+}
+
 #endif  // G4_PASSES_TD

@@ -3,7 +3,8 @@
 # models/gemma4-tiny, ΔNLL to BF16 with `g4c eval` on quality_public and the lab's WikiText set
 # (datasets/lab). Usage: scripts/quant_table.sh [BUILD_DIR] [WORK_DIR] [ROWS...]
 # ROWS (default: all) are names like gptq-g128-asym-mse, gptq-act-gptaq-g64-sym-none (method rtn |
-# gptq | gptq-act, then -gptaq for GPTAQ, group, codes, clip); results go to WORK/table.tsv.
+# gptq | gptq-act, then -awq for the AWQ scales (-awqmse: searched with the clipped quantizer) and
+# -gptaq for GPTAQ, group, codes, clip); results go to WORK/table.tsv.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 g4c=${1:-$root/build}/bin/g4c
@@ -32,12 +33,14 @@ for row in "${rows[@]}"; do
     rtn-*) args=(--method rtn) ;;
     gptq-act-*) args+=(--act-order) ;;
   esac
+  [[ $row == *-awq-* ]] && args+=(--awq)
+  [[ $row == *-awqmse-* ]] && args+=(--awq --awq-clip mse)
   [[ $row == *-gptaq-* ]] && args+=(--gptaq)
   g=$(grep -o 'g[0-9]\+' <<<"$row" | head -1 | tr -d g)
   [[ $row == *-asym-* ]] && args+=(--asymmetric) || args+=(--symmetric)
   clip=${row##*-}
   args+=(--group-size "$g" --clip "$clip")
-  [[ ${args[1]} == gptq ]] && args+=(--calibration "$calib")
+  [[ ${args[1]} == gptq || $row == *-awq* ]] && args+=(--calibration "$calib")
   q=$work/$row
   [[ -f $q/manifest.json ]] || "$g4c" quantize --model "$model" "${args[@]}" -o "$q" >&2
   for ds in "${sets[@]}"; do

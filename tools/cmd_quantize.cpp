@@ -9,7 +9,9 @@
 //
 // GPTQ runs layer by layer on calibration activations recomputed through the
 // already-quantized earlier layers (passes/quant/calibration.h), executed by the
-// runtime Engine's CPU backend (tools/quant_executor.h).
+// runtime Engine's CPU backend (tools/quant_executor.h). --awq first folds activation-aware
+// per-channel scales into the norms and Linears (g4-awq-scale, passes/quant/awq.h) through the
+// same executor; the norm weights it rewrote are written in their checkpoint dtype.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -31,6 +33,7 @@
 #include "models/tokenizer.h"
 #include "frontend/Frontend.h"
 #include "mlir/Pass/PassManager.h"
+#include "passes/AWQScale.h"
 #include "passes/GPTQ.h"
 #include "passes/quant/calibration.h"
 #include "passes/quant/quantizer.h"
@@ -55,6 +58,9 @@ struct QuantArgs {
   bool true_sequential = false;
   bool gptaq = false;  // solve against the full-precision model's outputs (quant/gptaq.h)
   std::string clip = "mse";  // none | mse (quant::ClipSearch): the best measured (docs/QUANTIZATION.md)
+  bool awq = false;          // fold activation-aware scales first (g4-awq-scale)
+  int awq_grid = 20;         // α = i / grid
+  std::string awq_clip = "none";  // the quantizer of the α search: none | mse
   int samples = 128, length = 512;
   int threads = 0;
   bool fake_quant = false;
@@ -74,6 +80,23 @@ std::vector<float> tensor_f32(const models::Checkpoint& ck, const std::string& n
     default: throw Error("quantize: " + name + " in " + v.info->file + " is not BF16/F16/F32");
   }
   return w;
+}
+
+// `values` in the checkpoint dtype `dt` (the folds round norm weights to it: exact for BF16/F16).
+std::vector<uint8_t> encode_tensor(const std::vector<float>& values, DType dt, const std::string& name) {
+  std::vector<uint8_t> out;
+  if (dt == DType::F32) {
+    out.resize(values.size() * 4);
+    std::memcpy(out.data(), values.data(), out.size());
+    return out;
+  }
+  if (dt != DType::BF16 && dt != DType::F16) throw Error("quantize: " + name + " is not BF16/F16/F32");
+  out.resize(values.size() * 2);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint16_t u = dt == DType::BF16 ? f32_to_bf16(values[i]) : f32_to_f16(values[i]);
+    std::memcpy(out.data() + 2 * i, &u, 2);
+  }
+  return out;
 }
 
 std::vector<std::vector<int32_t>> calibration_set(const QuantArgs& a, const models::Tokenizer& tok) {
@@ -136,6 +159,9 @@ void run_quantize(const QuantArgs& a) {
                 " is a GPTQ option; --method rtn has no column order or calibration");
   if (a.method == "rtn" && a.dev.device != "cpu")
     throw Error("quantize: --device runs GPTQ's calibration forwards; --method rtn runs none");
+  if (a.awq && a.dev.device != "cpu") throw Error("quantize: --awq runs its calibration forwards on the CPU (--device cpu)");
+  if (a.awq && a.calibration.empty()) throw Error("quantize: --awq needs --calibration FILE.jsonl");
+  if (a.awq_grid < 1) throw Error("quantize: --awq-grid must be at least 1");
   if (a.clip != "none" && a.clip != "mse") throw Error("quantize: --clip must be none or mse, got " + a.clip);
   const quant::ClipSearch clip = a.clip == "mse" ? quant::ClipSearch::mse() : quant::ClipSearch{};
   const bool sym = !a.asymmetric;
@@ -153,18 +179,11 @@ void run_quantize(const QuantArgs& a) {
   nlohmann::json layers_meta = nlohmann::json::array();
   nlohmann::json calib_meta;
   quant::GptqTimings timings;
-  if (a.method == "rtn") {
-    Progress bar("rtn " + std::to_string(shapes.size()) + " linears", shapes.size());
-    for (const auto& s : shapes) {
-      auto t = std::chrono::steady_clock::now();
-      std::vector<float> w = tensor_f32(*ck, s.name + ".weight");
-      qs[s.name] = quant::quantize_rtn(w.data(), s.out, s.in, spec, clip);
-      layers_meta.push_back({{"name", s.name}, {"out_features", s.out}, {"in_features", s.in},
-                             {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count()}});
-      bar.add(1);
-    }
-    st.lap("rtn");
-  } else {
+  // Tensors the AWQ folds rewrote, by checkpoint name ("layers.0.input_layernorm.weight"): the
+  // norms are written from here, the Linears quantized from here (RTN) or by GPTQ after them.
+  std::map<std::string, std::vector<float>> rewritten;
+  nlohmann::json awq_meta = nlohmann::json::array();
+  if (a.method == "gptq" || a.awq) {
     if (a.calibration.empty()) throw Error("quantize: --method gptq needs --calibration FILE.jsonl");
     auto tok = models::Tokenizer::load(src / "tokenizer.json");
     const auto seqs = calibration_set(a, *tok);
@@ -214,7 +233,7 @@ void run_quantize(const QuantArgs& a) {
     opt.timings = &timings;
     opt.gram = tools::cpu_gram_update(threads);
     if (gpu_solve) opt.stores = tools::gpu_hessian_stores(exec->backend());
-    Progress bar("gptq " + std::to_string(cfg.num_layers) + " layers (" + std::to_string(seqs.size()) + "×" +
+    Progress bar(std::string(a.method == "gptq" ? "gptq " : "awq ") + std::to_string(cfg.num_layers) + " layers (" + std::to_string(seqs.size()) + "×" +
                      std::to_string(a.length) + " calibration tokens)",
                  uint64_t(cfg.num_layers));
     opt.on_linear = [&](const quant::LinearReport& r, const quant::QuantizedLinear& q) {
@@ -239,19 +258,65 @@ void run_quantize(const QuantArgs& a) {
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       prev = timings;
     };
-    // GPTQ as a graph-level pass: the g4 graph of the model names the Linears, the
-    // pass drives them layer by layer through the executor.
+    // AWQ and GPTQ as graph-level passes: the g4 graph of the model names the Linears and
+    // the fold sites, the passes drive them layer by layer through the executor.
     mlir::MLIRContext ctx;
     frontend::load_dialects(ctx);
     mlir::OwningOpRef<mlir::ModuleOp> module = frontend::build_from_model_dir(ctx, src);
     st.lap("graph");
-    mlir::PassManager pm(&ctx);
-    pm.addPass(passes::createGptqPass({exec.get(), opt}));
-    if (mlir::failed(pm.run(*module))) throw Error("quantize: the g4-gptq pass failed on " + a.model);
-    st.lap("gptq_pass");
+    if (a.awq) {
+      quant::AwqDriverOptions ao;
+      ao.awq.spec = spec;
+      ao.awq.clip = a.awq_clip == "mse" ? quant::ClipSearch::mse() : quant::ClipSearch{};
+      ao.awq.grid = a.awq_grid;
+      ao.awq.threads = threads;
+      ao.threads = threads;
+      ao.gram = opt.gram;
+      ao.on_tensor = [&](int layer, const std::string& name, const std::vector<float>& values) {
+        rewritten["layers." + std::to_string(layer) + "." + name + ".weight"] = values;
+        // GPTAQ's full-precision model takes the same folds: its Linear inputs are then in the
+        // scaled model's channels, and its outputs are unchanged.
+        if (reference) reference->set_weight(layer, name, values);
+      };
+      ao.on_site = [&, log = !isatty(STDERR_FILENO) && Progress::enabled()](const quant::AwqSiteReport& r) {
+        std::string lin;
+        for (const auto& n : r.linears) lin += (lin.empty() ? "" : ",") + n;
+        awq_meta.push_back({{"layer", r.layer}, {"producer", r.producer}, {"linears", r.linears},
+                            {"alpha", r.alpha}, {"error", r.error}, {"error_unscaled", r.error_unscaled},
+                            {"min_scale", r.min_scale}, {"max_scale", r.max_scale},
+                            {"calibration_rows", r.calibration_rows}});
+        if (log)
+          std::fprintf(stderr, "awq: layer %d %s -> %s: alpha %.2f, error %.4g -> %.4g, scales [%.3g, %.3g]\n",
+                       r.layer, r.producer.c_str(), lin.c_str(), r.alpha, r.error_unscaled, r.error, r.min_scale,
+                       r.max_scale);
+      };
+      mlir::PassManager awq_pm(&ctx);
+      awq_pm.addPass(passes::createAwqScalePass({exec.get(), ao}));
+      if (mlir::failed(awq_pm.run(*module))) throw Error("quantize: the g4-awq-scale pass failed on " + a.model);
+      st.lap("awq_pass");
+    }
+    if (a.method == "gptq") {
+      mlir::PassManager pm(&ctx);
+      pm.addPass(passes::createGptqPass({exec.get(), opt}));
+      if (mlir::failed(pm.run(*module))) throw Error("quantize: the g4-gptq pass failed on " + a.model);
+      st.lap("gptq_pass");
+    }
     if (gpu) runtime::add_device_summary(exec->backend(), calib_meta["device"]);
   }  // the pass, the GPU stores and the Engine (its device memory) go here
-  if (a.method == "gptq") st.lap("executor_teardown");
+  if (a.method == "gptq" || a.awq) st.lap("executor_teardown");
+  if (a.method == "rtn") {
+    Progress bar("rtn " + std::to_string(shapes.size()) + " linears", shapes.size());
+    for (const auto& s : shapes) {
+      auto t = std::chrono::steady_clock::now();
+      auto r = rewritten.find(s.name + ".weight");
+      const std::vector<float> w = r != rewritten.end() ? r->second : tensor_f32(*ck, s.name + ".weight");
+      qs[s.name] = quant::quantize_rtn(w.data(), s.out, s.in, spec, clip);
+      layers_meta.push_back({{"name", s.name}, {"out_features", s.out}, {"in_features", s.in},
+                             {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count()}});
+      bar.add(1);
+    }
+    st.lap("rtn");
+  }
 
   // ---- write the checkpoint ----
   fs::create_directories(dst);
@@ -266,8 +331,13 @@ void run_quantize(const QuantArgs& a) {
   for (const std::string& name : ck->names()) {
     const models::TensorInfo& info = ck->info(name);
     auto it = by_weight.find(name);
-    if (it == by_weight.end()) {  // embedding, norms, layer_scalar: unchanged
-      wr.add(info.name, info.dtype, info.shape, ck->get(name).bytes());
+    if (it == by_weight.end()) {  // embedding, norms, layer_scalar: unchanged unless AWQ folded into them
+      if (auto r = rewritten.find(name); r != rewritten.end()) {
+        const std::vector<uint8_t> bytes = encode_tensor(r->second, info.dtype, name);
+        wr.add(info.name, info.dtype, info.shape, bytes);
+      } else {
+        wr.add(info.name, info.dtype, info.shape, ck->get(name).bytes());
+      }
       continue;
     }
     const models::LinearShape& s = *it->second;
@@ -298,6 +368,9 @@ void run_quantize(const QuantArgs& a) {
   qc["fake_quantized"] = a.fake_quant;
   qc["clip"] = clip.enabled() ? nlohmann::json{{"method", "mse"}, {"grid", clip.grid}, {"steps", clip.steps}}
                               : nlohmann::json("none");
+  qc["awq"] = a.awq ? nlohmann::json{{"grid", a.awq_grid}, {"search_clip", a.awq_clip}, {"sites", awq_meta}}
+                    : nlohmann::json(false);
+  if (a.awq && a.method == "rtn") qc["calibration"] = calib_meta;
   if (a.method == "gptq") {
     qc["damp_percent"] = a.damp;
     qc["block_size"] = a.block;
@@ -377,6 +450,13 @@ void add_quantize_command(CLI::App& app) {
   cmd->add_flag("--gptaq", a->gptaq,
                 "GPTQ: solve each Linear against its output in the full-precision model (GPTAQ), which runs "
                 "beside it on the same calibration tokens (CPU)");
+  cmd->add_flag("--awq", a->awq,
+                "fold activation-aware per-input-channel scales (AWQ) into the RMSNorm / Linear before each "
+                "Linear where the fold is exact, searched on the calibration set, before RTN or GPTQ (CPU)");
+  cmd->add_option("--awq-grid", a->awq_grid, "AWQ: alpha = i / grid, i = 0 … grid")->capture_default_str();
+  cmd->add_option("--awq-clip", a->awq_clip, "AWQ: group ranges of the quantizer in the scale search: none | mse")
+      ->check(CLI::IsMember({"none", "mse"}))
+      ->capture_default_str();
   cmd->add_option("--calibration-samples", a->samples, "first N calibration texts")->check(CLI::PositiveNumber);
   cmd->add_option("--calibration-length", a->length, "tokens per calibration sample (BOS included)")
       ->check(CLI::PositiveNumber);

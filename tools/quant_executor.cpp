@@ -155,6 +155,11 @@ EngineCalibrationExecutor::EngineCalibrationExecutor(const std::filesystem::path
     if (int64_t(seqs_[s].size()) != len_)
       throw Error("calibration sequence " + std::to_string(s) + " has " + std::to_string(seqs_[s].size()) +
                   " tokens, expected " + std::to_string(len_));
+  restart();
+}
+
+void EngineCalibrationExecutor::restart() {
+  cut_ = next_cut_ = Cut{};
   const int64_t H = engine_->config().hidden_size;
   h_.assign(size_t(int64_t(seqs_.size()) * len_ * H), 0.f);
   a_.assign(h_.size(), 0.f);

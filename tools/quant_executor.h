@@ -68,6 +68,9 @@ class EngineCalibrationExecutor : public quant::CalibrationExecutor {
   int64_t steps_executed() const { return steps_executed_; }
   std::vector<float> weight(int layer, const std::string& linear) const override;
   void set_weight(int layer, const std::string& linear, std::span<const float> w) override;
+  // The embeddings again (the embedding table is never rewritten), "a" cleared: layer 0 computes
+  // its own input norm, later layers read the "a" the layer before them writes.
+  void restart() override;
   // Taken when the backend has device memory (CUDA): Linear inputs are offered there first.
   void set_device_observer(DeviceObserver o) override { dev_observer_ = std::move(o); }
 

@@ -175,6 +175,8 @@ class HostHessianStore final : public HessianStore {
 
 }  // namespace
 
+void CalibrationExecutor::restart() { throw Error("calibration: this executor cannot start over from layer 0"); }
+
 std::unique_ptr<HessianStore> host_hessian_store(int64_t n, int threads, GramUpdate gram) {
   return std::make_unique<HostHessianStore>(n, threads, std::move(gram));
 }

@@ -50,8 +50,15 @@ class CalibrationExecutor {
   using DeviceObserver = std::function<bool(const std::vector<std::string>& linears, const void* x_bf16,
                                             int64_t rows, int64_t in)>;
   virtual void set_device_observer(DeviceObserver) {}
-  virtual std::vector<float> weight(int layer, const std::string& linear) const = 0;  // [out, in]
+  // A tensor of `layer` by its name within the layer: a Linear ("self_attn.q_proj", [out, in]
+  // row-major) or, for the AWQ folds, an RMSNorm weight ("input_layernorm", [hidden]).
+  // set_weight's values hold for every later run.
+  virtual std::vector<float> weight(int layer, const std::string& linear) const = 0;
   virtual void set_weight(int layer, const std::string& linear, std::span<const float> w) = 0;
+  // Starts over: the calibration activations become the embeddings again (the inputs of layer 0),
+  // computed with the weights as they are now; nothing kept from earlier runs is reused. Lets a
+  // second pass (GPTQ after the AWQ folds) run through the layers again. Default: not supported.
+  virtual void restart();
 };
 
 struct LinearReport {
