@@ -3,7 +3,7 @@
 # models/gemma4-tiny, ΔNLL to BF16 with `g4c eval` on quality_public and the lab's WikiText set
 # (datasets/lab). Usage: scripts/quant_table.sh [BUILD_DIR] [WORK_DIR] [ROWS...]
 # ROWS (default: all) are names like gptq-g128-asym-mse, gptq-act-gptaq-g64-sym-none (method rtn |
-# gptq | gptq-act, then -awq for the AWQ scales (-awqmse: searched with the clipped quantizer) and
+# gptq | gptq-act, then -awq for the AWQ scales and
 # -gptaq for GPTAQ, group, codes, clip); results go to WORK/table.tsv.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,7 +34,6 @@ for row in "${rows[@]}"; do
     gptq-act-*) args+=(--act-order) ;;
   esac
   [[ $row == *-awq-* ]] && args+=(--awq)
-  [[ $row == *-awqmse-* ]] && args+=(--awq --awq-clip mse)
   [[ $row == *-gptaq-* ]] && args+=(--gptaq)
   g=$(grep -o 'g[0-9]\+' <<<"$row" | head -1 | tr -d g)
   [[ $row == *-asym-* ]] && args+=(--asymmetric) || args+=(--symmetric)

@@ -60,7 +60,6 @@ struct QuantArgs {
   std::string clip = "mse";  // none | mse (quant::ClipSearch): the best measured (docs/QUANTIZATION.md)
   bool awq = false;          // fold activation-aware scales first (g4-awq-scale)
   int awq_grid = 20;         // α = i / grid
-  std::string awq_clip = "none";  // the quantizer of the α search: none | mse
   int samples = 128, length = 512;
   int threads = 0;
   bool fake_quant = false;
@@ -267,7 +266,7 @@ void run_quantize(const QuantArgs& a) {
     if (a.awq) {
       quant::AwqDriverOptions ao;
       ao.awq.spec = spec;
-      ao.awq.clip = a.awq_clip == "mse" ? quant::ClipSearch::mse() : quant::ClipSearch{};
+      ao.awq.clip = clip;  // the search scores α with the quantizer the run writes
       ao.awq.grid = a.awq_grid;
       ao.awq.threads = threads;
       ao.threads = threads;
@@ -368,7 +367,7 @@ void run_quantize(const QuantArgs& a) {
   qc["fake_quantized"] = a.fake_quant;
   qc["clip"] = clip.enabled() ? nlohmann::json{{"method", "mse"}, {"grid", clip.grid}, {"steps", clip.steps}}
                               : nlohmann::json("none");
-  qc["awq"] = a.awq ? nlohmann::json{{"grid", a.awq_grid}, {"search_clip", a.awq_clip}, {"sites", awq_meta}}
+  qc["awq"] = a.awq ? nlohmann::json{{"grid", a.awq_grid}, {"sites", awq_meta}}
                     : nlohmann::json(false);
   if (a.awq && a.method == "rtn") qc["calibration"] = calib_meta;
   if (a.method == "gptq") {
@@ -452,11 +451,9 @@ void add_quantize_command(CLI::App& app) {
                 "beside it on the same calibration tokens (CPU)");
   cmd->add_flag("--awq", a->awq,
                 "fold activation-aware per-input-channel scales (AWQ) into the RMSNorm / Linear before each "
-                "Linear where the fold is exact, searched on the calibration set, before RTN or GPTQ (CPU)");
+                "Linear where the fold is exact, searched on the calibration set with the run's quantizer (--clip), "
+                "before RTN or GPTQ (CPU)");
   cmd->add_option("--awq-grid", a->awq_grid, "AWQ: alpha = i / grid, i = 0 … grid")->capture_default_str();
-  cmd->add_option("--awq-clip", a->awq_clip, "AWQ: group ranges of the quantizer in the scale search: none | mse")
-      ->check(CLI::IsMember({"none", "mse"}))
-      ->capture_default_str();
   cmd->add_option("--calibration-samples", a->samples, "first N calibration texts")->check(CLI::PositiveNumber);
   cmd->add_option("--calibration-length", a->length, "tokens per calibration sample (BOS included)")
       ->check(CLI::PositiveNumber);
