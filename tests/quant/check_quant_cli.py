@@ -11,6 +11,9 @@ usage: check_quant_cli.py G4C_BINARY CASE WORKDIR
                 and give the same NLL as the fake-quantized F32 weights (quantized on
                 another thread count); the manifest
                 and tensor shapes follow DESIGN.md §3; GPTQ beats RTN on held-out text.
+  awq_gptaq     --awq with --gptaq: the full-precision reference model gets the same AWQ
+                folds, so layer 0 (the same inputs in both models) is quantized exactly as
+                without --gptaq, while later layers differ (GPTAQ at work).
 Needs G4C_SOURCE_DIR (defaults to the repository holding this file).
 """
 import array, hashlib, json, math, os, struct, subprocess, sys
@@ -163,6 +166,36 @@ if case == "int4_vs_fake":
                        env=env, capture_output=True, text=True)
     check(r.returncode != 0 and "--act-order is a GPTQ option" in r.stderr and not os.path.exists(bad),
           "rtn --act-order refused: " + r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "no message")
+    sys.exit(0)
+
+if case == "awq_gptaq":
+    calib = os.path.join(src, "datasets", "calibration-256.jsonl")
+    common = ["--method", "gptq", "--asymmetric", "--clip", "none", "--awq", "--awq-grid", "4", "--calibration",
+              calib, "--calibration-samples", "6", "--calibration-length", "96", "--fake-quant"]
+    tensors = {}
+    for tag, extra in (("awq", []), ("awq-gptaq", ["--gptaq"])):
+        out = os.path.join(work, tag)
+        run("quantize", "--model", model, *common, *extra, "-o", out)
+        t = {}
+        for f in sorted(os.listdir(out)):
+            if f.endswith(".safetensors"):
+                b, h, base = read_safetensors(os.path.join(out, f))
+                for k, e in h.items():
+                    if k != "__metadata__":
+                        t[k] = b[base + e["data_offsets"][0]:base + e["data_offsets"][1]]
+        tensors[tag] = t
+    qc = json.load(open(os.path.join(work, "awq-gptaq", "quantization_config.json")))
+    check(qc["gptaq"] is True and qc["awq"]["grid"] == 4, "awq + gptaq recorded")
+    # The check below means something only if layer 0's inputs were rescaled (α > 0 on a norm).
+    folded0 = [x for x in qc["awq"]["sites"] if x["layer"] == 0 and x["alpha"] > 0 and "layernorm" in x["producer"]]
+    check(len(folded0) > 0, f"layer 0 has a norm fold with alpha > 0 ({len(folded0)} sites)")
+    a, g = tensors["awq"], tensors["awq-gptaq"]
+    check(a.keys() == g.keys(), "same tensors with and without --gptaq")
+    l0 = [k for k in a if ".layers.0." in k or k.startswith("layers.0.")]
+    check(len(l0) >= 9 and all(a[k] == g[k] for k in l0),
+          f"layer 0 ({len(l0)} tensors, folded norms included) bitwise equal with --gptaq: the reference has the folds")
+    later = [k for k in a if k.endswith("_proj.weight") and k not in l0 and a[k] != g[k]]
+    check(len(later) > 0, f"{len(later)} Linears past layer 0 differ with --gptaq")
     sys.exit(0)
 
 sys.exit(f"unknown case {case}")
