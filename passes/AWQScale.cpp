@@ -108,13 +108,6 @@ void findSites(ModuleOp module, std::vector<GraphSite>& sites, int64_t& unscaled
   });
 }
 
-// "layers.3.mlp.up_proj" → "mlp.up_proj"; fails on a weight of another layer's name.
-std::optional<std::string> localName(g4::WeightOp w, int64_t layer) {
-  const std::string prefix = "layers." + std::to_string(layer) + ".", name = w.getSymName().str();
-  if (name.rfind(prefix, 0) != 0) return std::nullopt;
-  return name.substr(prefix.size());
-}
-
 // The storage rounding of a norm weight of element type `t` (the checkpoint keeps its dtype).
 std::function<float(float)> storageRounding(Type t) {
   if (t.isBF16()) return [](float v) { return bf16_to_f32(f32_to_bf16(v)); };
@@ -160,24 +153,22 @@ struct AwqScalePass : impl::AWQScaleBase<AwqScalePass> {
     else if (!opt.awq.clip.enabled()) opt.awq.clip = quant::ClipSearch::mse();
     std::map<int64_t, std::vector<quant::AwqSite>> byLayer;
     for (GraphSite& s : found) {
-      quant::AwqSite site;
-      auto producer = localName(s.producer, s.layer);
-      if (!producer) {
-        s.producer.emitError("g4-awq-scale: weight of layer ") << s.layer << " is not named layers." << s.layer
-                                                                << ".…";
-        return signalPassFailure();
-      }
-      site.producer = *producer;
-      site.producer_is_linear = s.producerIsLinear;
-      if (!s.producerIsLinear) site.round = storageRounding(s.producer.getTensorType().getElementType());
-      for (g4::WeightOp w : s.linears) {
-        auto name = localName(w, s.layer);
+      // Each weight by its name within the layer; false (after the error) when one is not named so.
+      auto local = [&](g4::WeightOp w, std::string& out) {
+        auto name = layerLocalName(w, s.layer);
         if (!name) {
           w.emitError("g4-awq-scale: weight of layer ") << s.layer << " is not named layers." << s.layer << ".…";
-          return signalPassFailure();
+          return false;
         }
-        site.linears.push_back(*name);
-      }
+        out = *name;
+        return true;
+      };
+      quant::AwqSite site;
+      if (!local(s.producer, site.producer)) return signalPassFailure();
+      site.producer_is_linear = s.producerIsLinear;
+      if (!s.producerIsLinear) site.round = storageRounding(s.producer.getTensorType().getElementType());
+      for (g4::WeightOp w : s.linears)
+        if (!local(w, site.linears.emplace_back())) return signalPassFailure();
       byLayer[s.layer].push_back(std::move(site));
     }
     quant::CalibrationExecutor& exec = *config.executor;

@@ -102,15 +102,14 @@ struct GptqPass : impl::GPTQBase<GptqPass> {
     try {
       for (auto& [layer, weights] : byLayer) {
         std::vector<quant::LinearInfo> which;
-        const std::string prefix = "layers." + std::to_string(layer) + ".";
         for (g4::WeightOp w : weights) {
-          std::string name = w.getSymName().str();
-          if (name.rfind(prefix, 0) != 0) {
-            w.emitError("g4-gptq: weight of layer ") << layer << " is not named " << prefix << "…";
+          const auto name = layerLocalName(w, layer);
+          if (!name) {
+            w.emitError("g4-gptq: weight of layer ") << layer << " is not named layers." << layer << ".…";
             return signalPassFailure();
           }
           auto t = w.getTensorType();
-          which.push_back({name.substr(prefix.size()), t.getDimSize(0), t.getDimSize(1)});
+          which.push_back({*name, t.getDimSize(0), t.getDimSize(1)});
         }
         quant::gptq_layer(*config.executor, int(layer), which, opt);
         for (g4::WeightOp w : weights) {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "ir/G4Dialect.h"
 #include "llvm/ADT/DenseSet.h"
@@ -29,6 +30,14 @@ inline mlir::Operation* decoderFunction(mlir::ModuleOp module) {
   for (mlir::Operation& op : module.getBody()->getOperations())
     if (op.getName().getStringRef() == "func.func") return &op;
   return nullptr;
+}
+
+// A layer's weight by its name within the layer: "layers.3.mlp.up_proj" → "mlp.up_proj"; none
+// when the weight is not named after `layer`.
+inline std::optional<std::string> layerLocalName(g4::WeightOp w, int64_t layer) {
+  const std::string prefix = "layers." + std::to_string(layer) + ".", name = w.getSymName().str();
+  if (name.rfind(prefix, 0) != 0) return std::nullopt;
+  return name.substr(prefix.size());
 }
 
 inline int64_t i64Attr(mlir::DictionaryAttr dict, llvm::StringRef name, int64_t fallback = 0) {
