@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <thread>
 
 #include "models/dtype.h"
 #include "models/error.h"
+#include "passes/quant/linalg.h"
 
 namespace g4c::quant {
 
@@ -94,20 +94,11 @@ int64_t padded_in_features(int64_t in, int group_size) {
 
 std::vector<float> QuantizedLinear::dequantized(int threads) const {
   std::vector<float> w(static_cast<size_t>(out * in));
-  auto rows = [&](int64_t b, int64_t e) {
+  const int64_t nt = std::clamp<int64_t>(threads, 1, std::max<int64_t>(1, out * in >> 20));  // ≥ 1M values each
+  parallel_ranges(out, int(nt), 1, [&](int64_t b, int64_t e) {
     for (int64_t o = b; o < e; ++o)
       for (int64_t i = 0; i < in; ++i) w[o * in + i] = dequant(o, i);
-  };
-  const int64_t nt = std::clamp<int64_t>(threads, 1, std::max<int64_t>(1, out * in >> 20));  // ≥ 1M values each
-  if (nt == 1) {
-    rows(0, out);
-    return w;
-  }
-  std::vector<std::thread> pool;
-  const int64_t per = (out + nt - 1) / nt;
-  for (int64_t t = 1; t < nt; ++t) pool.emplace_back(rows, std::min(out, t * per), std::min(out, (t + 1) * per));
-  rows(0, std::min(out, per));
-  for (auto& th : pool) th.join();
+  });
   return w;
 }
 
