@@ -69,4 +69,15 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   done_.wait(lock, [&] { return busy_ == int(workers_.size()); });
 }
 
+void parallel_chunks(int64_t n, int threads, int64_t min_chunk, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  if (threads <= 0) threads = int(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
+  const int64_t nt = std::clamp<int64_t>(threads, 1, std::max<int64_t>(1, n / std::max<int64_t>(1, min_chunk)));
+  const int64_t per = (n + nt - 1) / nt;
+  std::vector<std::thread> pool;
+  for (int64_t t = 1; t < nt; ++t) pool.emplace_back(fn, std::min(n, t * per), std::min(n, (t + 1) * per));
+  fn(0, std::min(n, per));
+  for (auto& th : pool) th.join();
+}
+
 }  // namespace g4c::runtime

@@ -36,4 +36,10 @@ class ThreadPool {
   int busy_ = 0;  // workers that finished the current generation
 };
 
+// fn(begin, end) over contiguous chunks of [0, n), at most `threads` of them (≤ 0: up to 8 of the
+// hardware threads) and each at least `min_chunk` items, on short-lived threads — for bulk
+// element-wise conversions outside any pool (weight loading). The calling thread runs the first
+// chunk; fn must not throw.
+void parallel_chunks(int64_t n, int threads, int64_t min_chunk, const std::function<void(int64_t, int64_t)>& fn);
+
 }  // namespace g4c::runtime

@@ -8,6 +8,7 @@
 #include "models/error.h"
 #include "models/int4.h"
 #include "models/safetensors.h"
+#include "runtime/thread_pool.h"
 
 namespace g4c::runtime {
 
@@ -25,13 +26,7 @@ void tensor_to_f32(const models::TensorView& v, float* out, int threads) {
       default: std::memcpy(out + b, v.data + b * 4, size_t(e - b) * 4); break;
     }
   };
-  const int64_t nt = std::clamp<int64_t>(threads, 1, std::max<int64_t>(1, n >> 22));
-  if (nt == 1) return work(0, n);
-  const int64_t per = (n + nt - 1) / nt;
-  std::vector<std::thread> pool;
-  for (int64_t t = 1; t < nt; ++t) pool.emplace_back(work, std::min(n, t * per), std::min(n, (t + 1) * per));
-  work(0, std::min(n, per));
-  for (auto& th : pool) th.join();
+  parallel_chunks(n, std::max(1, threads), int64_t(1) << 22, work);
 }
 
 namespace {
@@ -128,8 +123,7 @@ std::span<const uint16_t> WeightStore::checkpoint_bf16(int id) const {
 void WeightStore::materialize(int id) const {
   std::call_once(once_[size_t(id)], [&] {
     // One weight on first use (the caller waits for it): the conversion over up to 8 threads.
-    const int threads = int(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
-    auto v = load_one(*(*plan_)->weights()->Get(id), *ckpt_, threads);
+    auto v = load_one(*(*plan_)->weights()->Get(id), *ckpt_, /*threads=*/0);
     if (v.size() != numel(id))
       throw Error(ckpt_->dir().string() + ": weight " + names_[id] + " has " + std::to_string(v.size()) +
                   " elements, the plan says " + std::to_string(numel(id)));

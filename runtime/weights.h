@@ -26,7 +26,7 @@ struct TensorView;
 namespace g4c::runtime {
 
 // A dense BF16 / F16 / F32 tensor as fp32 into out[numel], split over up to `threads` threads
-// (4M values each at least); throws for any other dtype.
+// (≤ 0: up to 8; runtime::parallel_chunks, 4M values each at least); throws for any other dtype.
 void tensor_to_f32(const models::TensorView& v, float* out, int threads);
 
 class WeightStore {

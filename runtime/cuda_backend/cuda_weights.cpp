@@ -8,13 +8,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <thread>
 
 #include "models/error.h"
 #include "models/progress.h"
 #include "models/safetensors.h"
 #include "runtime/cuda_backend/backend_state.h"
 #include "runtime/cuda_backend/staging.h"
+#include "runtime/thread_pool.h"
 
 namespace g4c::cudart {
 namespace {
@@ -28,13 +28,8 @@ void to_bf16(const float* in, uint16_t* out, size_t n) {
       out[i] = (u & 0x7fffffffu) > 0x7f800000u ? uint16_t(0x7fc0) : uint16_t((u + 0x7fff + ((u >> 16) & 1)) >> 16);
     }
   };
-  const size_t per = size_t(1) << 22;
-  if (n <= per) return work(0, n);
-  const int nt = int(std::min<size_t>(8, std::max(1u, std::thread::hardware_concurrency())));
-  std::vector<std::thread> th;
-  const size_t chunk = (n + nt - 1) / nt;
-  for (int t = 0; t < nt; ++t) th.emplace_back(work, std::min(n, t * chunk), std::min(n, (t + 1) * chunk));
-  for (auto& t : th) t.join();
+  runtime::parallel_chunks(int64_t(n), /*threads=*/0, int64_t(1) << 22,
+                           [&](int64_t b, int64_t e) { work(size_t(b), size_t(e)); });
 }
 
 // The BF16 bits of store weight `id` (numel values): the checkpoint's own bits while the store

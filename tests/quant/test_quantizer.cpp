@@ -37,7 +37,7 @@ TEST(QuantRtn, AsymmetricHandComputedWithClamp) {
 }
 
 TEST(QuantRtn, DequantizedOverThreadsIsTheSingleThreadedOne) {
-  // 3 M values (three 1M-value chunks at least) with a ragged last row chunk: every row written
+  // 3 M values: two row chunks of ≥ 1M values (1501 rows, the second chunk one row short): every row written
   // once, by the element formula (the single-threaded loop is the reference).
   const int64_t out = 1501, in = 2048;
   std::mt19937 rng(5);

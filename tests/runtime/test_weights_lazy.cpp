@@ -71,7 +71,7 @@ TEST(WeightStore, CheckpointBf16IsTheUnreplacedCheckpointTensor) {
 }
 
 // tensor_to_f32 over threads: every value once, by the scalar conversion (bf16_to_f32 /
-// f16_to_f32 / memcpy are the reference), for 9M values (three 4M-value chunks, a ragged last).
+// f16_to_f32 / memcpy are the reference), for 9M + 3 values (two chunks of ≥ 4M, the second ragged).
 TEST(WeightStore, TensorToF32OverThreadsIsTheScalarConversion) {
   const int64_t n = (int64_t(9) << 20) + 3;
   std::vector<uint16_t> bits(static_cast<size_t>(n));
