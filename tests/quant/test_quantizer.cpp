@@ -37,8 +37,8 @@ TEST(QuantRtn, AsymmetricHandComputedWithClamp) {
 }
 
 TEST(QuantRtn, DequantizedOverThreadsIsTheSingleThreadedOne) {
-  // 3 M values: two row chunks of ≥ 1M values (1501 rows, the second chunk one row short): every row written
-  // once, by the element formula (the single-threaded loop is the reference).
+  // 3 M values: two row chunks of ≥ 1M values (1501 rows, the second one row short); every row
+  // written once, by the element formula (the single-threaded loop is the reference).
   const int64_t out = 1501, in = 2048;
   std::mt19937 rng(5);
   std::normal_distribution<float> g(0.f, 1.f);
