@@ -171,6 +171,8 @@ void run_quantize(const QuantArgs& a) {
   const models::ModelConfig cfg = models::load_model_config(src);
   auto ck = models::Checkpoint::open(src);
   const std::vector<models::LinearShape> shapes = models::linear_shapes(cfg);
+  std::map<std::string, const models::LinearShape*> by_weight;  // checkpoint name → its Linear
+  for (const auto& s : shapes) by_weight[s.name + ".weight"] = &s;
   st.lap("open_model");
 
   quant::QuantSpec spec{a.group, sym};
@@ -179,7 +181,8 @@ void run_quantize(const QuantArgs& a) {
   nlohmann::json calib_meta;
   quant::GptqTimings timings;
   // Tensors the AWQ folds rewrote, by checkpoint name ("layers.0.input_layernorm.weight"): the
-  // norms are written from here, the Linears quantized from here (RTN) or by GPTQ after them.
+  // norms are written from here and, with RTN, the Linears quantized from here (GPTQ takes them
+  // from the executor, so they are not kept then).
   std::map<std::string, std::vector<float>> rewritten;
   nlohmann::json awq_meta = nlohmann::json::array();
   if (a.method == "gptq" || a.awq) {
@@ -232,8 +235,8 @@ void run_quantize(const QuantArgs& a) {
     opt.timings = &timings;
     opt.gram = tools::cpu_gram_update(threads);
     if (gpu_solve) opt.stores = tools::gpu_hessian_stores(exec->backend());
-    Progress bar(std::string(a.method == "gptq" ? "gptq " : "awq ") + std::to_string(cfg.num_layers) + " layers (" + std::to_string(seqs.size()) + "×" +
-                     std::to_string(a.length) + " calibration tokens)",
+    Progress bar(std::string(a.method == "gptq" ? "gptq " : "awq ") + std::to_string(cfg.num_layers) + " layers (" +
+                     std::to_string(seqs.size()) + "×" + std::to_string(a.length) + " calibration tokens)",
                  uint64_t(cfg.num_layers));
     opt.on_linear = [&](const quant::LinearReport& r, const quant::QuantizedLinear& q) {
       const std::string name = "layers." + std::to_string(r.layer) + "." + r.name;
@@ -272,7 +275,8 @@ void run_quantize(const QuantArgs& a) {
       ao.threads = threads;
       ao.gram = opt.gram;
       ao.on_tensor = [&](int layer, const std::string& name, const std::vector<float>& values) {
-        rewritten["layers." + std::to_string(layer) + "." + name + ".weight"] = values;
+        const std::string key = "layers." + std::to_string(layer) + "." + name + ".weight";
+        if (a.method == "rtn" || !by_weight.count(key)) rewritten[key] = values;
         // GPTAQ's full-precision model takes the same folds: its Linear inputs are then in the
         // scaled model's channels, and its outputs are unchanged.
         if (reference) reference->set_weight(layer, name, values);
@@ -325,8 +329,6 @@ void run_quantize(const QuantArgs& a) {
   man.method_version = "1";
   const models::int4::Params params{a.group, sym, DType::F16};
   models::SafetensorsWriter wr(dst, "", 2ull << 30);
-  std::map<std::string, const models::LinearShape*> by_weight;
-  for (const auto& s : shapes) by_weight[s.name + ".weight"] = &s;
   for (const std::string& name : ck->names()) {
     const models::TensorInfo& info = ck->info(name);
     auto it = by_weight.find(name);
