@@ -108,32 +108,74 @@ TEST(GpuGptq, GramIsTheFmaChainBitwise) {
   }
 }
 
-TEST(GpuGptq, GramFromDeviceBf16RowsEqualsHostRows) {
+// The tensor-core Gram of device bf16 rows against the float64 Gram of the same values. Each
+// bf16 product is exact in fp32, so the only error is the fp32 summation of ≤ 8192 products per
+// partial: at most (terms)·u·Σ|products| to first order, u = 2⁻²³ when the MMA aligns by
+// truncation (2⁻²⁴ for round-to-nearest); the factor 2 covers the MMA's internal partial sums and
+// the 2·partial of H is on both sides. The float64 partials are summed into H as the device does.
+// The bound grows as rows²; on few rows (the 40-row case: ~10⁻³ of one product) it is far
+// below what one row left out moves, which the last check shows, so it does catch a lost row.
+TEST(GpuGptq, GramFromDeviceBf16RowsIsTheExactGramWithinFp32Summation) {
   REQUIRE_GPU();
   std::mt19937_64 rng(seed() ^ 15);
   quant::GptqDevice dev(nullptr);
-  const int64_t n = 333, ld = 340, rows = 4100;
-  std::vector<float> x = make_x(rng, rows, n, ld);
-  std::vector<uint16_t> xb(x.size());
-  for (size_t k = 0; k < x.size(); ++k) {  // round to bf16 (nearest even); x keeps the bf16 values
-    uint32_t u;
-    std::memcpy(&u, &x[k], 4);
-    u = (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000u;
-    std::memcpy(&x[k], &u, 4);
-    xb[k] = uint16_t(u >> 16);
+  struct Case {
+    int64_t n, ld, rows;
+    bool probe;  // check that one row left out exceeds the bound
+  };
+  // 333 columns (ragged tiles), ld 340 (unaligned rows: the scalar loads), 4100 rows (a ragged
+  // 32-row stage); 256 / 256 with 9000 rows: the vector loads and two partials; 40 rows: the probe.
+  for (const Case c : {Case{333, 340, 4100, false}, Case{256, 256, 9000, false}, Case{200, 200, 40, true}}) {
+    std::vector<float> x = make_x(rng, c.rows, c.n, c.ld);
+    std::vector<uint16_t> xb(x.size());
+    for (size_t k = 0; k < x.size(); ++k) {  // round to bf16 (nearest even); x keeps the bf16 values
+      uint32_t u;
+      std::memcpy(&u, &x[k], 4);
+      u = (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000u;
+      std::memcpy(&x[k], &u, 4);
+      xb[k] = uint16_t(u >> 16);
+    }
+    void* d = nullptr;
+    ASSERT_EQ(cudaMalloc(&d, xb.size() * 2), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d, xb.data(), xb.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+    quant::DeviceHessian a(dev, c.n);
+    a.add_device_bf16(d, c.rows, c.ld);
+    cudaFree(d);
+    EXPECT_EQ(a.rows(), c.rows);
+    const std::vector<double> got = a.hessian();
+    const int64_t n = c.n;
+    std::vector<double> exact(size_t(n * n), 0.0), bound(size_t(n * n), 0.0), minus_one(size_t(n * n), 0.0);
+    for (int64_t r0 = 0; r0 < c.rows; r0 += 8192) {
+      const int64_t nr = std::min<int64_t>(8192, c.rows - r0);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = i; j < n; ++j) {
+          double sum = 0.0, abs = 0.0;
+          for (int64_t r = r0; r < r0 + nr; ++r) {
+            const double p = double(x[size_t(r * c.ld + i)]) * double(x[size_t(r * c.ld + j)]);
+            sum += p;
+            abs += std::fabs(p);
+          }
+          const double last = double(x[size_t((r0 + nr - 1) * c.ld + i)]) * double(x[size_t((r0 + nr - 1) * c.ld + j)]);
+          for (const auto& [k, v] : {std::pair{i * n + j, 0}, std::pair{j * n + i, 1}}) {
+            if (v == 1 && i == j) continue;
+            exact[size_t(k)] += 2.0 * sum;
+            bound[size_t(k)] += 2.0 * (2.0 * double(nr) * std::ldexp(1.0, -23) * abs);
+            minus_one[size_t(k)] += 2.0 * (sum - last);
+          }
+        }
+    }
+    size_t over = 0, caught = 0;
+    double worst = 0.0;
+    for (size_t k = 0; k < got.size(); ++k) {
+      const double e = std::fabs(got[k] - exact[k]);
+      over += !(e <= bound[k]);
+      worst = std::max(worst, bound[k] > 0 ? e / bound[k] : e);
+      caught += std::fabs(minus_one[k] - exact[k]) > bound[k];
+    }
+    EXPECT_EQ(over, 0u) << "n " << n << ": worst error / bound " << worst;
+    // One row left out leaves the bound in nearly every entry (a single product can be ~0).
+    if (c.probe) EXPECT_GT(double(caught), 0.9 * double(got.size())) << "n " << n;
   }
-  void* d = nullptr;
-  ASSERT_EQ(cudaMalloc(&d, xb.size() * 2), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(d, xb.data(), xb.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
-  quant::DeviceHessian a(dev, n), b(dev, n);
-  a.add_device_bf16(d, rows, ld);
-  b.add(x.data(), rows, ld);
-  cudaFree(d);
-  const std::vector<double> ha = a.hessian(), hb = b.hessian();
-  size_t mism = 0;
-  for (size_t k = 0; k < ha.size(); ++k) mism += !(ha[k] == hb[k]);
-  EXPECT_EQ(mism, 0u);  // bf16 → fp32 is exact: the same fma chains
-  EXPECT_EQ(a.rows(), rows);
 }
 
 // The host's H for the factor/solve tests (HessianAccumulator: independent of the device Gram).
@@ -202,7 +244,7 @@ const SolveCase kCases[] = {
     {40, 256, 64, false, true, 96},     // act_order with a block that is no multiple of the group
 };
 
-TEST(GpuGptq, SolveIsBitwiseTheHostsGivenItsFactor) {
+TEST(GpuGptq, SolveMatchesTheHostGivenItsFactor) {
   REQUIRE_GPU();
   std::mt19937_64 rng(seed() ^ 13);
   quant::GptqDevice dev(nullptr);
@@ -219,9 +261,21 @@ TEST(GpuGptq, SolveIsBitwiseTheHostsGivenItsFactor) {
     size_t mism = 0;
     double rel = 0;
     compare(ref, got, c, &mism, &rel);
-    // Same factor, same operations in the same order, no contraction: nothing may differ.
-    EXPECT_EQ(mism, 0u) << "out " << c.out << " n " << c.n << " g" << c.group << " sym " << c.sym << " act " << c.act;
-    EXPECT_EQ(rel, 0.0);
+    // Same factor; the in-block loop is the host's arithmetic, the update of the later columns
+    // runs as fp64 FMA chains on the tensor cores, so the weights differ by a few ulps. Without a
+    // flipped code the objective (a float64 sum over ≤ 320 columns per row) then agrees to far
+    // better than 1e-12 relative; a code flips only where w/s lies within those ulps of a
+    // boundary (expected ≈ 0 here), and then as in WholePipelineMatchesTheHost.
+    const size_t total = got.codes.size() + got.scales.size();
+    if (mism == 0) {
+      EXPECT_LE(rel, 1e-12) << "out " << c.out << " n " << c.n << " g" << c.group << " act " << c.act;
+    } else {
+      EXPECT_LE(double(mism), 1e-3 * double(total)) << "out " << c.out << " n " << c.n << " act " << c.act;
+      EXPECT_LE(rel, 1e-3);
+    }
+    std::printf("[ measured ] device solve vs host (same factor), out %lld n %lld g%d sym %d act %d: %zu of %zu "
+                "codes/params differ, objective rel diff %.3g\n",
+                (long long)c.out, (long long)c.n, c.group, int(c.sym), int(c.act), mism, total, rel);
   }
 }
 

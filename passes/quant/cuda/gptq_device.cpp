@@ -150,7 +150,7 @@ void DeviceHessian::add_device_bf16(const void* x, int64_t rows, int64_t ld) {
   const auto* xb = static_cast<const uint16_t*>(x);
   for (int64_t r0 = 0; r0 < rows; r0 += kRowsPerPartial) {
     const int64_t nr = std::min(kRowsPerPartial, rows - r0);
-    ok(cuda::gptq_gram_upper_bf16(xb + r0 * ld, nr, h.n, ld, d.partial, false, d.stream), "Gram kernel");
+    ok(cuda::gptq_gram_upper_bf16(xb + r0 * ld, nr, h.n, ld, d.partial, d.stream), "Gram kernel");
     ok(cuda::gptq_hessian_add(d.partial, h.n, h.H, d.stream), "Hessian update");
   }
   d.sync("Hessian update");  // the time is the Hessian's, not the next forward step's

@@ -54,7 +54,9 @@ class DeviceHessian {
   // H += 2·XᵀX for host X [rows, ld] (ld ≥ n), in partials of ≤ 8192 rows as
   // quant::HessianAccumulator::add.
   void add(const float* x, int64_t rows, int64_t ld);
-  // The same from bf16 rows already in device memory (x [rows, ld], on the device's stream).
+  // The same from bf16 rows already in device memory (x [rows, ld], on the device's stream), on
+  // the tensor cores: each partial is the exact XᵀX of its rows up to fp32 summation error
+  // (cuda::gptq_gram_upper_bf16), not add()'s fma chain.
   void add_device_bf16(const void* x, int64_t rows, int64_t ld);
   std::vector<double> hessian() const;  // H (before prepare)
   void set_hessian(const std::vector<double>& H, int64_t rows);
@@ -66,7 +68,7 @@ class DeviceHessian {
   };
   Prepared prepare(double damp, bool act_order);
   bool prepared() const;
-  // Installs a factor computed elsewhere (tests: the host's, so the solve can be compared bitwise).
+  // Installs a factor computed elsewhere (tests: the host's, so the solve is compared to the host's alone).
   void set_factor(const std::vector<double>& U, const std::vector<uint8_t>& dead, const std::vector<int64_t>& perm);
   std::vector<double> factor() const;  // U [n, n] (after prepare)
 

@@ -1,6 +1,9 @@
 // GPTQ kernels (gptq.cuh): Gram, Cholesky factor of H⁻¹, blocked column solve.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <mma.h>
+
+#include <cstdint>
 
 #include "passes/quant/cuda/gptq_kernels.cuh"
 
@@ -77,6 +80,107 @@ __global__ void __launch_bounds__(256) gram_kernel(const T* __restrict__ X, int6
   }
 }
 
+// ---- Gram on the tensor cores (bf16 rows): partial = XᵀX, 128×128 tiles on and above the diagonal ----
+// A bf16 × bf16 product is exact in fp32 (8 + 8 significant bits); the MMA sums the products in
+// fp32 in its own order, so the partial is the exact Gram up to fp32 summation error (not the fma
+// chain of gram_kernel). 8 warps, warp w owns rows (w / 4)·64 … +64 and columns (w % 4)·32 … +32
+// of the tile: 4 × 2 accumulator fragments. X is staged kTcK rows at a time, double-buffered in
+// shared memory (the next stage's loads are in registers while the current one multiplies).
+// Rows past `rows` and columns past n load as 0 and add exact zeros.
+namespace wmma = nvcuda::wmma;
+constexpr int kTcK = 32;           // rows of X per stage
+constexpr int kTcLd = 128 + 8;     // shared row length in bf16 (16-byte multiple; staggers the banks)
+
+struct TcStage {
+  uint4 a[2], b[2];  // 2 × 8 bf16 of the i-tile and of the j-tile
+};
+
+__device__ __forceinline__ uint4 load8(const __nv_bfloat16* __restrict__ X, int64_t r, int64_t c, int64_t rows,
+                                       int64_t n, int64_t ld, bool vec) {
+  if (r >= rows || c >= n) return make_uint4(0, 0, 0, 0);
+  const __nv_bfloat16* p = X + r * ld + c;
+  if (vec && c + 8 <= n) return *reinterpret_cast<const uint4*>(p);
+  __align__(16) __nv_bfloat16 v[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v[e] = c + e < n ? p[e] : __float2bfloat16(0.f);
+  return *reinterpret_cast<const uint4*>(v);
+}
+
+__global__ void __launch_bounds__(256) gram_tc_kernel(const __nv_bfloat16* __restrict__ X, int64_t rows, int64_t n,
+                                                      int64_t ld, bool vec, float* __restrict__ P) {
+  const int bi = blockIdx.y, bj = blockIdx.x;
+  if (bj < bi) return;
+  const int64_t i0 = int64_t(bi) * 128, j0 = int64_t(bj) * 128;
+  __shared__ __align__(32) __nv_bfloat16 As[2][kTcK][kTcLd];
+  __shared__ __align__(32) __nv_bfloat16 Bs[2][kTcK][kTcLd];
+  __shared__ __align__(32) float out[8][16 * 16];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, wm = warp / 4, wn = warp % 4;
+
+  // Thread t stages the 8-element units t and t + 256 of the 32 × 128 tile: row u / 16, column (u % 16)·8.
+  auto fetch = [&](int64_t k0, TcStage& st) {
+#pragma unroll
+    for (int q = 0; q < 2; ++q) {
+      const int u = tid + 256 * q, kk = u / 16, c = (u % 16) * 8;
+      st.a[q] = load8(X, k0 + kk, i0 + c, rows, n, ld, vec);
+      st.b[q] = load8(X, k0 + kk, j0 + c, rows, n, ld, vec);
+    }
+  };
+  auto store = [&](int buf, const TcStage& st) {
+#pragma unroll
+    for (int q = 0; q < 2; ++q) {
+      const int u = tid + 256 * q, kk = u / 16, c = (u % 16) * 8;
+      *reinterpret_cast<uint4*>(&As[buf][kk][c]) = st.a[q];
+      *reinterpret_cast<uint4*>(&Bs[buf][kk][c]) = st.b[q];
+    }
+  };
+
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[4][2];
+#pragma unroll
+  for (int f = 0; f < 4; ++f)
+#pragma unroll
+    for (int g = 0; g < 2; ++g) wmma::fill_fragment(acc[f][g], 0.f);
+
+  TcStage st;
+  fetch(0, st);
+  store(0, st);
+  __syncthreads();
+  int cur = 0;
+  for (int64_t k0 = 0; k0 < rows; k0 += kTcK) {
+    const bool more = k0 + kTcK < rows;
+    if (more) fetch(k0 + kTcK, st);
+#pragma unroll
+    for (int kk = 0; kk < kTcK; kk += 16) {
+      // A = Xᵀ: element (m, k) at As[k][m], i.e. column-major with ld kTcLd; B = X row-major.
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::col_major> a[4];
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> b[2];
+#pragma unroll
+      for (int f = 0; f < 4; ++f) wmma::load_matrix_sync(a[f], &As[cur][kk][wm * 64 + f * 16], kTcLd);
+#pragma unroll
+      for (int g = 0; g < 2; ++g) wmma::load_matrix_sync(b[g], &Bs[cur][kk][wn * 32 + g * 16], kTcLd);
+#pragma unroll
+      for (int f = 0; f < 4; ++f)
+#pragma unroll
+        for (int g = 0; g < 2; ++g) wmma::mma_sync(acc[f][g], a[f], b[g], acc[f][g]);
+    }
+    // The other buffer was last read before the previous barrier: storing into it is safe.
+    if (more) store(cur ^ 1, st);
+    __syncthreads();
+    cur ^= 1;
+  }
+#pragma unroll
+  for (int f = 0; f < 4; ++f)
+#pragma unroll
+    for (int g = 0; g < 2; ++g) {
+      wmma::store_matrix_sync(out[warp], acc[f][g], 16, wmma::mem_row_major);
+      __syncwarp();
+      for (int e = lane; e < 256; e += 32) {
+        const int64_t r = i0 + wm * 64 + f * 16 + e / 16, c = j0 + wn * 32 + g * 16 + e % 16;
+        if (r < n && c < n) P[r * n + c] = out[warp][e];
+      }
+      __syncwarp();
+    }
+}
+
 __global__ void hessian_add_kernel(const float* __restrict__ P, int64_t n, double* __restrict__ H) {
   const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= n * n) return;
@@ -111,81 +215,99 @@ __global__ void reverse_kernel(const double* __restrict__ Inv, int64_t n, double
   U[idx] = Inv[(n - 1 - a) * n + (n - 1 - b)];
 }
 
-// ---- fp64 GEMM, 64×64 tiles, 256 threads (thread (tx, ty) holds rows ty + 16i, cols tx + 16j) ----
-//   kChain:  C[m, n] = C[m, n] − A[m, 0]·B(0, n) − A[m, 1]·B(1, n) − …, each product and difference
-//            rounded (the host GPTQ's `w -= e·h` loop over the block in order).
-//   else:    C = alpha·(A·B) + beta·C (FMA accumulation; beta == 0 does not read C).
-//   B(k, n) = kTransB ? B[n·ldb + k] : B[k·ldb + n]. kLower: only tiles with bn ≤ bm.
-template <bool kChain, bool kTransB, bool kLower>
-__global__ void __launch_bounds__(256) dgemm_kernel(int64_t M, int64_t N, int64_t K, const double* __restrict__ A,
+// ---- fp64 GEMM on the tensor cores (DMMA 8×8×4): C = beta·C + (alpha·A)·B ----
+// B(k, n) = kTransB ? B[n·ldb + k] : B[k·ldb + n]; kLower: only the 64×64 tiles with bn ≤ bm.
+// 128 threads, a 64×64 tile of C; warp w owns rows (w / 2)·32 … +32 and columns (w % 2)·32 … +32
+// (4 × 4 accumulator fragments). A and B are staged kDk deep in shared memory; C is staged
+// through the same memory on the way in and out (bounds: out-of-range elements are 0 and not
+// written). Each output is a chain of fp64 FMAs, the uses have alpha = ±1 (scaling A is exact)
+// and beta ∈ {0, 1}.
+namespace dmma = nvcuda::wmma;
+constexpr int kDk = 32;          // depth of one A/B stage
+constexpr int kDa = kDk + 4;     // As row length (doubles): 32-byte multiple
+constexpr int kDb = 64 + 4;      // Bs / Cs row length
+constexpr int kDsmem = 64 * kDa + kDk * kDb;  // doubles: one A/B stage, or the C tile
+
+template <bool kTransB, bool kLower>
+__global__ void __launch_bounds__(128) dgemm_kernel(int64_t M, int64_t N, int64_t K, const double* __restrict__ A,
                                                     int64_t lda, const double* __restrict__ B, int64_t ldb, double* C,
                                                     int64_t ldc, double alpha, double beta) {
+  static_assert(64 * kDb <= kDsmem, "the C tile fits the stage's memory");
   const int bm = blockIdx.y, bn = blockIdx.x;
   if (kLower && bn > bm) return;
   const int64_t m0 = int64_t(bm) * 64, n0 = int64_t(bn) * 64;
-  __shared__ double As[16][65];
-  __shared__ double Bs[16][65];
-  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
-  double acc[4][4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int64_t m = m0 + ty + 16 * i, c = n0 + tx + 16 * j;
-      acc[i][j] = kChain && m < M && c < N ? C[m * ldc + c] : 0.0;
-    }
-  for (int64_t k0 = 0; k0 < K; k0 += 16) {
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      const int l = tid + 256 * q;
-      {
-        const int r = l / 16, kk = l % 16;
-        const int64_t m = m0 + r, k = k0 + kk;
-        As[kk][r] = m < M && k < K ? A[m * lda + k] : 0.0;
-      }
-      if (kTransB) {
-        const int c = l / 16, kk = l % 16;
-        const int64_t nn = n0 + c, k = k0 + kk;
-        Bs[kk][c] = nn < N && k < K ? B[nn * ldb + k] : 0.0;
-      } else {
-        const int kk = l / 64, c = l % 64;
-        const int64_t nn = n0 + c, k = k0 + kk;
-        Bs[kk][c] = nn < N && k < K ? B[k * ldb + nn] : 0.0;
-      }
+  __shared__ __align__(32) double sm[kDsmem];
+  double* As = sm;              // [64][kDa]  (m, k)
+  double* Bs = sm + 64 * kDa;   // [kDk][kDb] (k, n)
+  const int tid = threadIdx.x, warp = tid / 32, wm = warp / 2, wn = warp % 2;
+  dmma::fragment<dmma::accumulator, 8, 8, 4, double> acc[4][4];
+  if (beta != 0.0) {
+    for (int l = tid; l < 64 * 64; l += 128) {
+      const int r = l / 64, c = l % 64;
+      const int64_t m = m0 + r, nn = n0 + c;
+      sm[r * kDb + c] = m < M && nn < N ? beta * C[m * ldc + nn] : 0.0;
     }
     __syncthreads();
-    const int kmax = int(K - k0 < 16 ? K - k0 : 16);
-    for (int kk = 0; kk < kmax; ++kk) {
-      double a[4], b[4];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) a[i] = As[kk][ty + 16 * i];
+    for (int f = 0; f < 4; ++f)
 #pragma unroll
-      for (int j = 0; j < 4; ++j) b[j] = Bs[kk][tx + 16 * j];
+      for (int g = 0; g < 4; ++g)
+        dmma::load_matrix_sync(acc[f][g], &sm[(wm * 32 + f * 8) * kDb + wn * 32 + g * 8], kDb, dmma::mem_row_major);
+    __syncthreads();
+  } else {
 #pragma unroll
-      for (int i = 0; i < 4; ++i)
+    for (int f = 0; f < 4; ++f)
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
-          acc[i][j] = kChain ? __dsub_rn(acc[i][j], __dmul_rn(a[i], b[j])) : __fma_rn(a[i], b[j], acc[i][j]);
+      for (int g = 0; g < 4; ++g) dmma::fill_fragment(acc[f][g], 0.0);
+  }
+  for (int64_t k0 = 0; k0 < K; k0 += kDk) {
+    for (int l = tid; l < 64 * kDk; l += 128) {
+      const int r = l / kDk, kk = l % kDk;
+      const int64_t m = m0 + r, k = k0 + kk;
+      As[r * kDa + kk] = m < M && k < K ? alpha * A[m * lda + k] : 0.0;
+    }
+    for (int l = tid; l < 64 * kDk; l += 128) {
+      int kk, c;
+      if (kTransB) kk = l % kDk, c = l / kDk;
+      else kk = l / 64, c = l % 64;
+      const int64_t nn = n0 + c, k = k0 + kk;
+      Bs[kk * kDb + c] = nn < N && k < K ? (kTransB ? B[nn * ldb + k] : B[k * ldb + nn]) : 0.0;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < kDk; kk += 4) {
+      dmma::fragment<dmma::matrix_a, 8, 8, 4, double, dmma::row_major> a[4];
+      dmma::fragment<dmma::matrix_b, 8, 8, 4, double, dmma::row_major> b[4];
+#pragma unroll
+      for (int f = 0; f < 4; ++f) dmma::load_matrix_sync(a[f], &As[(wm * 32 + f * 8) * kDa + kk], kDa);
+#pragma unroll
+      for (int g = 0; g < 4; ++g) dmma::load_matrix_sync(b[g], &Bs[kk * kDb + wn * 32 + g * 8], kDb);
+#pragma unroll
+      for (int f = 0; f < 4; ++f)
+#pragma unroll
+        for (int g = 0; g < 4; ++g) dmma::mma_sync(acc[f][g], a[f], b[g], acc[f][g]);
     }
     __syncthreads();
   }
 #pragma unroll
-  for (int i = 0; i < 4; ++i)
+  for (int f = 0; f < 4; ++f)
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int64_t m = m0 + ty + 16 * i, c = n0 + tx + 16 * j;
-      if (m >= M || c >= N) continue;
-      double& out = C[m * ldc + c];
-      out = kChain ? acc[i][j] : (beta == 0.0 ? alpha * acc[i][j] : alpha * acc[i][j] + beta * out);
-    }
+    for (int g = 0; g < 4; ++g)
+      dmma::store_matrix_sync(&sm[(wm * 32 + f * 8) * kDb + wn * 32 + g * 8], acc[f][g], kDb, dmma::mem_row_major);
+  __syncthreads();
+  for (int l = tid; l < 64 * 64; l += 128) {
+    const int r = l / 64, c = l % 64;
+    const int64_t m = m0 + r, nn = n0 + c;
+    if (m < M && nn < N) C[m * ldc + nn] = sm[r * kDb + c];
+  }
 }
 
-template <bool kChain, bool kTransB, bool kLower>
+template <bool kTransB, bool kLower>
 cudaError_t dgemm(int64_t M, int64_t N, int64_t K, const double* A, int64_t lda, const double* B, int64_t ldb,
                   double* C, int64_t ldc, double alpha, double beta, cudaStream_t s) {
   if (M <= 0 || N <= 0) return cudaSuccess;
   const dim3 grid(unsigned(cdiv(N, 64)), unsigned(cdiv(M, 64)));
-  dgemm_kernel<kChain, kTransB, kLower><<<grid, 256, 0, s>>>(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta);
+  dgemm_kernel<kTransB, kLower><<<grid, 128, 0, s>>>(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta);
   return cudaGetLastError();
 }
 
@@ -439,12 +561,11 @@ cudaError_t gptq_gram_upper(const float* X, int64_t rows, int64_t n, int64_t ld,
   return cudaGetLastError();
 }
 
-cudaError_t gptq_gram_upper_bf16(const void* X, int64_t rows, int64_t n, int64_t ld, float* partial, bool accumulate,
-                                 cudaStream_t s) {
+cudaError_t gptq_gram_upper_bf16(const void* X, int64_t rows, int64_t n, int64_t ld, float* partial, cudaStream_t s) {
   if (n <= 0) return cudaSuccess;
   const unsigned nt = unsigned(cdiv(n, 128));
-  gram_kernel<__nv_bfloat16><<<dim3(nt, nt), 256, 0, s>>>(static_cast<const __nv_bfloat16*>(X), rows, n, ld, partial,
-                                                          accumulate);
+  const bool vec = reinterpret_cast<uintptr_t>(X) % 16 == 0 && ld % 8 == 0;
+  gram_tc_kernel<<<dim3(nt, nt), 256, 0, s>>>(static_cast<const __nv_bfloat16*>(X), rows, n, ld, vec, partial);
   return cudaGetLastError();
 }
 
@@ -485,11 +606,11 @@ cudaError_t gptq_cholesky(double* R, int64_t n, double* dinv, double* panel, int
     const int64_t m = n - k0 - b;
     if (m <= 0) break;
     double* a = R + (k0 + b) * n + k0;
-    if ((e = dgemm<false, true, false>(m, b, b, a, n, dk, kNB, panel, kNB, 1.0, 0.0, s)) != cudaSuccess) return e;
+    if ((e = dgemm<true, false>(m, b, b, a, n, dk, kNB, panel, kNB, 1.0, 0.0, s)) != cudaSuccess) return e;
     if ((e = cudaMemcpy2DAsync(a, size_t(n) * 8, panel, kNB * 8, size_t(b) * 8, size_t(m), cudaMemcpyDeviceToDevice,
                                s)) != cudaSuccess)
       return e;
-    if ((e = dgemm<false, true, true>(m, m, b, panel, kNB, panel, kNB, R + (k0 + b) * n + k0 + b, n, -1.0, 1.0, s)) !=
+    if ((e = dgemm<true, true>(m, m, b, panel, kNB, panel, kNB, R + (k0 + b) * n + k0 + b, n, -1.0, 1.0, s)) !=
         cudaSuccess)
       return e;
   }
@@ -508,9 +629,9 @@ cudaError_t gptq_tri_inverse(const double* L, const double* dinv, int64_t n, dou
                                cudaMemcpyDeviceToDevice, s)) != cudaSuccess)
       return e;
     if (r0 == 0) continue;
-    if ((e = dgemm<false, false, false>(b, r0, r0, L + r0 * n, n, Inv, n, panel, n, 1.0, 0.0, s)) != cudaSuccess)
+    if ((e = dgemm<false, false>(b, r0, r0, L + r0 * n, n, Inv, n, panel, n, 1.0, 0.0, s)) != cudaSuccess)
       return e;
-    if ((e = dgemm<false, false, false>(b, r0, b, dk, kNB, panel, n, Inv + r0 * n, n, -1.0, 0.0, s)) != cudaSuccess)
+    if ((e = dgemm<false, false>(b, r0, b, dk, kNB, panel, n, Inv + r0 * n, n, -1.0, 0.0, s)) != cudaSuccess)
       return e;
   }
   return cudaSuccess;
@@ -542,7 +663,7 @@ cudaError_t gptq_solve(const GptqSolveArgs& a, cudaStream_t s) {
     if (e != cudaSuccess) return e;
     const int64_t i2 = i1 + bw;
     if (i2 < a.n &&
-        (e = dgemm<true, false, false>(a.out, a.n - i2, bw, a.err, a.block, a.U + i1 * a.n + i2, a.n, a.wd + i2, a.n,
+        (e = dgemm<false, false>(a.out, a.n - i2, bw, a.err, a.block, a.U + i1 * a.n + i2, a.n, a.wd + i2, a.n,
                                        -1.0, 1.0, s)) != cudaSuccess)
       return e;
   }

@@ -1,12 +1,17 @@
 // GPTQ on the device (the 12B's GPTQ on the GPU inside the budget). The host
 // implementation (passes/quant/gptq.cpp) is the reference; these kernels do the same arithmetic:
-//   gram        one fp32 FMA chain per element over the rows in order (the bits of the host's
-//               FMA GEMM tiles), H += 2·double(partial) as the host accumulator does;
+//   gram        from host fp32 rows: one fp32 FMA chain per element over the rows in order (the
+//               bits of the host's FMA GEMM tiles); from device bf16 rows (the forward's own
+//               activations): tensor cores, exact products and fp32 sums; either way
+//               H += 2·double(partial) per ≤ 8192 rows as the host accumulator does;
 //   factor      H⁻¹'s upper Cholesky factor U by the host's route (J·P·H·P·J + damp·I = L·Lᵀ,
-//               U = J·L⁻¹·J), blocked in fp64 (rounding differs from the unblocked host loops);
-//   solve       the blocked column loop with the host's operations in the host's order and no FMA
-//               contraction (__dmul_rn/__dsub_rn): given the same U the codes, scales and
-//               objective are bitwise the host's.
+//               U = J·L⁻¹·J), blocked in fp64 with the GEMMs on the fp64 tensor cores (rounding
+//               differs from the unblocked host loops);
+//   solve       the blocked column loop: inside a block the host's operations in the host's order
+//               and no FMA contraction (__dmul_rn/__dsub_rn); the update of the later columns
+//               after each block on the fp64 tensor cores (FMA chains), so the weights being
+//               solved differ from the host's by rounding and a code can differ only where w/s
+//               lies within that rounding of a boundary.
 // All pointers are device pointers, matrices row-major n×n (ld n) unless stated. Host API only.
 #pragma once
 
@@ -23,10 +28,10 @@ namespace g4c::cuda {
 cudaError_t gptq_gram_upper(const float* X, int64_t rows, int64_t n, int64_t ld, float* partial, bool accumulate,
                             cudaStream_t s);
 
-// The same from bf16 rows (X [rows, ld] __nv_bfloat16): each element widened to fp32 exactly,
-// so the partial is bitwise that of the fp32 rows holding the same values.
-cudaError_t gptq_gram_upper_bf16(const void* X, int64_t rows, int64_t n, int64_t ld, float* partial, bool accumulate,
-                                 cudaStream_t s);
+// The same Gram tiles from bf16 rows (X [rows, ld] __nv_bfloat16), from 0, on the tensor cores:
+// each product is exact in fp32 and the sums are fp32 in the MMA's order, so an entry is within
+// fp32 summation error of the exact Σ X[r, i]·X[r, j] (no longer the fma chain of the fp32 rows).
+cudaError_t gptq_gram_upper_bf16(const void* X, int64_t rows, int64_t n, int64_t ld, float* partial, cudaStream_t s);
 
 // H[i, j] += 2·double(partial[min(i, j), max(i, j)]) for all i, j (the host's symmetric fill).
 cudaError_t gptq_hessian_add(const float* partial, int64_t n, double* H, cudaStream_t s);
