@@ -18,11 +18,7 @@ int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // 256 threads; thread (tx, ty) of 16×16 holds rows {ty·4 + i, 64 + ty·4 + i} and the same
 // columns in tx. Rows past `rows` load as 0: fma(0, 0, acc) = acc (acc is never −0: it starts
 // at +0 and a sum that cancels to zero is +0 under round-to-nearest).
-__device__ __forceinline__ float widen(float v) { return v; }
-__device__ __forceinline__ float widen(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <class T>
-__global__ void __launch_bounds__(256) gram_kernel(const T* __restrict__ X, int64_t rows, int64_t n, int64_t ld,
+__global__ void __launch_bounds__(256) gram_kernel(const float* __restrict__ X, int64_t rows, int64_t n, int64_t ld,
                                                    float* __restrict__ P, bool accumulate) {
   const int bi = blockIdx.y, bj = blockIdx.x;
   if (bj < bi) return;
@@ -45,8 +41,8 @@ __global__ void __launch_bounds__(256) gram_kernel(const T* __restrict__ X, int6
       const int64_t r = k0 + kk;
       float a = 0.f, b = 0.f;
       if (r < rows) {
-        if (i0 + c < n) a = widen(X[r * ld + i0 + c]);
-        if (j0 + c < n) b = widen(X[r * ld + j0 + c]);
+        if (i0 + c < n) a = X[r * ld + i0 + c];
+        if (j0 + c < n) b = X[r * ld + j0 + c];
       }
       As[kk][c] = a;
       Bs[kk][c] = b;
@@ -557,7 +553,7 @@ cudaError_t gptq_gram_upper(const float* X, int64_t rows, int64_t n, int64_t ld,
                             cudaStream_t s) {
   if (n <= 0) return cudaSuccess;
   const unsigned nt = unsigned(cdiv(n, 128));
-  gram_kernel<float><<<dim3(nt, nt), 256, 0, s>>>(X, rows, n, ld, partial, accumulate);
+  gram_kernel<<<dim3(nt, nt), 256, 0, s>>>(X, rows, n, ld, partial, accumulate);
   return cudaGetLastError();
 }
 
