@@ -88,8 +88,9 @@ class Backend {
   // backend keeps it elsewhere or in another type.
   virtual const void* device_value_bf16(int /*value*/, int* /*rows*/) const { return nullptr; }
 
-  // The weight store's data for `weight` changed (WeightStore::replace).
-  virtual void weight_updated(int weight) = 0;
+  // The weight store's data for `weights` changed (WeightStore::replace). One call for the
+  // weights replaced together, so a backend that packs several into one buffer rebuilds it once.
+  virtual void weights_updated(std::span<const int> weights) = 0;
 
   // Peak bytes this backend has held (weights it owns, KV, values, workspaces).
   virtual size_t peak_bytes() const = 0;

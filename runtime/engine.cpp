@@ -294,10 +294,23 @@ std::vector<GenerationResult> Engine::generate(std::vector<GenerationRequest> re
 }
 
 void Engine::replace_weight(const std::string& name, std::span<const float> values) {
-  const int id = weights_->find(name);
-  if (id < 0) throw Error("replace_weight: the plan has no weight " + name);
-  weights_->replace(id, values);
-  backend_->weight_updated(id);
+  replace_weights({&name, 1}, {&values, 1});
+}
+
+void Engine::replace_weights(std::span<const std::string> names, std::span<const std::span<const float>> values) {
+  if (names.size() != values.size()) throw Error("replace_weights: " + std::to_string(names.size()) + " names for " +
+                                                 std::to_string(values.size()) + " value arrays");
+  std::vector<int> ids;
+  for (const std::string& name : names) {
+    const int id = weights_->find(name);
+    if (id < 0) throw Error("replace_weight: the plan has no weight " + name);
+    if (values[ids.size()].size() != weights_->numel(id))  // checked for all before any changes
+      throw Error("replace_weight: " + name + " has " + std::to_string(weights_->numel(id)) + " elements, got " +
+                  std::to_string(values[ids.size()].size()));
+    ids.push_back(id);
+  }
+  for (size_t i = 0; i < ids.size(); ++i) weights_->replace(ids[i], values[i]);
+  backend_->weights_updated(ids);
 }
 
 }  // namespace g4c::runtime

@@ -136,6 +136,9 @@ class Engine {
 
   // Replaces weight `name` (plan weight name, e.g. "layers.0.mlp.up_proj.weight").
   void replace_weight(const std::string& name, std::span<const float> values);
+  // Replaces several weights at once: names[i] gets values[i]; the backend rebuilds each of its
+  // device buffers once, however many of the weights it packs together.
+  void replace_weights(std::span<const std::string> names, std::span<const std::span<const float>> values);
 
  private:
   Engine(plan::Plan plan, models::ModelConfig cfg, const EngineOptions& opts);

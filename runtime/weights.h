@@ -3,7 +3,7 @@
 //
 // The CPU backend computes from these arrays directly. GPTQ replaces a Linear's data with
 // fake-quantized values through replace(); backends that keep their own copy (CUDA) are
-// told through Backend::weight_updated().
+// told through Backend::weights_updated().
 //
 // A lazy store (load_lazy) converts a weight on its first data() call: the CUDA backend reads
 // INT4 Linears raw from the checkpoint and never asks for their fp32 values, so a 12B INT4

@@ -201,17 +201,37 @@ std::vector<float> EngineCalibrationExecutor::weight(int layer, const std::strin
 }
 
 void EngineCalibrationExecutor::set_weight(int layer, const std::string& linear, std::span<const float> w) {
-  engine_->replace_weight(weight_name(layer, linear), w);
-  // Values kept at a cut that a step before it computed with this weight are stale.
+  const std::string name = weight_name(layer, linear);
+  engine_->replace_weight(name, w);
+  drop_stale_cut(layer, {&name, 1});
+}
+
+void EngineCalibrationExecutor::set_weights(int layer, std::span<const std::string> names,
+                                            std::span<const std::vector<float>> w) {
+  if (names.size() != w.size()) throw Error("calibration: set_weights: names and weights differ in number");
+  std::vector<std::string> full;
+  std::vector<std::span<const float>> values;
+  for (size_t i = 0; i < names.size(); ++i) {
+    full.push_back(weight_name(layer, names[i]));
+    values.emplace_back(w[i]);
+  }
+  engine_->replace_weights(full, values);
+  drop_stale_cut(layer, full);
+}
+
+// Values kept at a cut that a step before it computed with one of these weights are stale.
+void EngineCalibrationExecutor::drop_stale_cut(int layer, std::span<const std::string> weights) {
   if (cut_.layer != layer) return;
-  const int id = engine_->weights().find(weight_name(layer, linear));
   const auto* prog = engine_->plan()->program();
-  for (int s = engine_->plan().layer_steps(layer).first; s < cut_.step; ++s)
-    for (const int wi : *prog->Get(s)->weights())
-      if (wi == id) {
-        cut_ = Cut{};
-        return;
-      }
+  for (const std::string& name : weights) {
+    const int id = engine_->weights().find(name);
+    for (int s = engine_->plan().layer_steps(layer).first; s < cut_.step; ++s)
+      for (const int wi : *prog->Get(s)->weights())
+        if (wi == id) {
+          cut_ = Cut{};
+          return;
+        }
+  }
 }
 
 // The Linear steps of `layer` as observation groups: consecutive Linear steps that read

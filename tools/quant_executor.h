@@ -68,6 +68,7 @@ class EngineCalibrationExecutor : public quant::CalibrationExecutor {
   int64_t steps_executed() const { return steps_executed_; }
   std::vector<float> weight(int layer, const std::string& linear) const override;
   void set_weight(int layer, const std::string& linear, std::span<const float> w) override;
+  void set_weights(int layer, std::span<const std::string> names, std::span<const std::vector<float>> w) override;
   // The embeddings again (the embedding table is never rewritten), "a" cleared: layer 0 computes
   // its own input norm, later layers read the "a" the layer before them writes.
   void restart() override;
@@ -100,6 +101,8 @@ class EngineCalibrationExecutor : public quant::CalibrationExecutor {
     std::vector<std::vector<std::vector<float>>> kept;  // [batch][value]
   };
   Cut cut_, next_cut_;
+  // Forgets the cut when a step before it reads one of `weights` (plan names) of `layer`.
+  void drop_stale_cut(int layer, std::span<const std::string> weights);
   int64_t steps_executed_ = 0;
 
   std::unique_ptr<runtime::Engine> engine_;

@@ -124,6 +124,10 @@ void quantize_observed(CalibrationExecutor& exec, int layer, const std::vector<L
                   " but its observed input has width " + std::to_string(it->second->n()));
     ++uses[it->second];
   }
+  // The group's fake-quantized weights go back together after its last solve (one input, so
+  // none of them changes another's Hessian): the executor rebuilds a packed buffer once.
+  std::vector<std::string> names;
+  std::vector<std::vector<float>> done;
   for (const LinearInfo& li : lins) {
     HessianStore& st = *obs.by_linear.at(li.name);
     const auto t_read = clock::now();
@@ -137,7 +141,8 @@ void quantize_observed(CalibrationExecutor& exec, int layer, const std::vector<L
     r.seconds = secs(t_lin, clock::now());
     tm.solve += r.seconds;
     const auto t_write = clock::now();
-    exec.set_weight(layer, li.name, r.q.dequantized(opt.threads));
+    names.push_back(li.name);
+    done.push_back(r.q.dequantized(opt.threads));
     tm.weights += secs(t_write, clock::now());
     LinearReport rep;
     rep.layer = layer;
@@ -151,6 +156,9 @@ void quantize_observed(CalibrationExecutor& exec, int layer, const std::vector<L
     if (opt.on_linear) opt.on_linear(rep, r.q);
     reports.push_back(rep);
   }
+  const auto t_write = clock::now();
+  exec.set_weights(layer, names, done);
+  tm.weights += secs(t_write, clock::now());
 }
 
 // The host store: HessianAccumulator, prepare_hessian once, gptq_quantize per Linear.

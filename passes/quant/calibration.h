@@ -55,6 +55,11 @@ class CalibrationExecutor {
   // set_weight's values hold for every later run.
   virtual std::vector<float> weight(int layer, const std::string& linear) const = 0;
   virtual void set_weight(int layer, const std::string& linear, std::span<const float> w) = 0;
+  // set_weight of several tensors of `layer` at once (names[i] gets w[i]): an executor that packs
+  // weights together on a device rebuilds each buffer once. Default: set_weight one by one.
+  virtual void set_weights(int layer, std::span<const std::string> names, std::span<const std::vector<float>> w) {
+    for (size_t i = 0; i < names.size(); ++i) set_weight(layer, names[i], w[i]);
+  }
   // Starts over: the calibration activations become the embeddings again (the inputs of layer 0),
   // computed with the weights as they are now; nothing kept from earlier runs is reused. Lets a
   // second pass (GPTQ after the AWQ folds) run through the layers again. Default: not supported.

@@ -86,7 +86,7 @@ class CpuBackend final : public Backend {
   }
 
   void set_linear_observer(LinearObserver o) override { observer_ = std::move(o); }
-  void weight_updated(int) override {}  // computes from the store directly
+  void weights_updated(std::span<const int>) override {}  // computes from the store directly
   size_t peak_bytes() const override { return peak_; }
 
  private:

@@ -91,7 +91,7 @@ class CudaBackend final : public runtime::Backend {
     return true;
   }
   const void* device_value_bf16(int value, int* rows) const override;
-  void weight_updated(int weight) override;
+  void weights_updated(std::span<const int> weights) override;
   size_t peak_bytes() const override { return device_->peak_bytes(); }
   runtime::CudaInfo info() const;
   cudaStream_t stream() const { return device_->stream(); }
@@ -116,7 +116,7 @@ class CudaBackend final : public runtime::Backend {
   DevWeight make_int4(int id, int up_id, const models::Checkpoint* ck);  // kAbsent when unsupported
   void free_weight(DevWeight& w);
   // Weight bytes to the device: through the pinned double buffer during load_weights()
-  // (loader_), else upload() (synchronous; e.g. weight_updated).
+  // (loader_), else upload() (synchronous; e.g. weights_updated).
   void upload_weight(void* dst, const void* src, size_t bytes, const char* what);
   // One device staging buffer for raw INT4 tensors / gate-up halves, reused in stream order
   // (grows with a synchronize; released after the load and after each weight update).

@@ -283,8 +283,10 @@ void CudaBackend::load_weights() {
   }
 }
 
-void CudaBackend::weight_updated(int id) {
-  if (!plan_ || id < 0 || id >= int(weights_.size())) throw Error("cuda backend: weight_updated of an unknown weight");
+void CudaBackend::weights_updated(std::span<const int> ids) {
+  for (const int id : ids)
+    if (!plan_ || id < 0 || id >= int(weights_.size())) throw Error("cuda backend: weights_updated of an unknown weight");
+  auto updated = [&](int id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); };
   check(cudaStreamSynchronize(device_->stream()), "synchronize before a weight update");
   drop_graphs();
   // The store now holds the new (e.g. fake-quantized) values: use them as dense BF16. A streamed
@@ -299,13 +301,15 @@ void CudaBackend::weight_updated(int id) {
       throw;
     }
   };
-  if (standalone_[id]) refresh(weights_[id], [&] { upload_dense(id); });
+  // Each device buffer holding an updated weight is rebuilt once.
+  for (const int id : ids)
+    if (standalone_[id]) refresh(weights_[id], [&] { upload_dense(id); });
   std::vector<std::pair<int, int>> hit;
   for (const auto& [k, w] : pairs_)
-    if (k.first == id || k.second == id) hit.push_back(k);
+    if (updated(k.first) || updated(k.second)) hit.push_back(k);
   for (const auto& [g, u] : hit) refresh(pairs_[{g, u}], [&] { upload_pair(g, u, nullptr); });
   for (int g = 0; g < int(siblings_.size()); ++g)
-    if (std::find(siblings_[g].weights.begin(), siblings_[g].weights.end(), id) != siblings_[g].weights.end())
+    if (std::any_of(siblings_[g].weights.begin(), siblings_[g].weights.end(), updated))
       refresh(siblings_[g].w, [&] { upload_siblings(g, nullptr); });
   release_stage();
 }

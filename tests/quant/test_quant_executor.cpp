@@ -75,8 +75,11 @@ TEST(QuantExecutor, ResumedPiecesEqualPiecesFromTheLayerStart) {
       if (li.name == groups[g][0]) width = li.in;
     EXPECT_EQ(a.begin()->second.size(), size_t(3 * 96 * width)) << "rows × in_features of group " << g;
     EXPECT_TRUE(a.begin()->second == b.begin()->second) << "group " << g << " differs after resuming";
-    // "Quantize" this group before the next piece, as GPTQ does.
-    for (const auto& n : groups[g]) resumed.set_weight(layer, n, perturbed(resumed.weight(layer, n)));
+    // "Quantize" this group before the next piece, as GPTQ does: the whole group at once
+    // here, one weight at a time on `fresh` (the two must give the same values).
+    std::vector<std::vector<float>> ws;
+    for (const auto& n : groups[g]) ws.push_back(perturbed(resumed.weight(layer, n)));
+    resumed.set_weights(layer, groups[g], ws);
   }
   // Advancing resumes at the last cut: the layer output equals a from-start advance.
   resumed.run_layer(layer, {}, true);
@@ -115,6 +118,25 @@ TEST(QuantExecutor, ChangingAWeightBeforeTheCutRecomputes) {
   e.observe_group(0, 1, recorder(after));
   tools::EngineCalibrationExecutor f(tiny(), seqs, 96, 2, 2);
   f.set_weight(0, "self_attn.v_proj", perturbed(f.weight(0, "self_attn.v_proj")));
+  f.observe_group(0, 1, recorder(want));
+  EXPECT_FALSE(before.begin()->second == after.begin()->second);
+  EXPECT_TRUE(after.begin()->second == want.begin()->second);
+}
+
+// The same through set_weights when only the second weight lies before the cut: o_proj is
+// the cut's own Linear (the kept values stay valid for it), v_proj is read before it.
+TEST(QuantExecutor, SetWeightsDropsTheCutWhenAnyWeightIsBeforeIt) {
+  const auto seqs = sequences();
+  tools::EngineCalibrationExecutor e(tiny(), seqs, 96, 2, 2);
+  Seen before, after, want;
+  e.observe_group(0, 1, recorder(before));
+  const std::vector<std::string> names{"self_attn.o_proj", "self_attn.v_proj"};
+  const std::vector<std::vector<float>> ws{perturbed(e.weight(0, names[0])), perturbed(e.weight(0, names[1]))};
+  e.set_weights(0, names, ws);
+  e.observe_group(0, 1, recorder(after));
+  tools::EngineCalibrationExecutor f(tiny(), seqs, 96, 2, 2);
+  f.set_weight(0, names[0], ws[0]);
+  f.set_weight(0, names[1], ws[1]);
   f.observe_group(0, 1, recorder(want));
   EXPECT_FALSE(before.begin()->second == after.begin()->second);
   EXPECT_TRUE(after.begin()->second == want.begin()->second);
