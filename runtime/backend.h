@@ -57,7 +57,7 @@ class Backend {
   virtual std::span<const float> host_value(int /*value*/) const { return {}; }
   // An fp32 value's rows in host memory the backend owns (the value itself where it lives on the
   // host; else a copy into a staging buffer), valid until the next read_value_view / read_value /
-  // argmax_rows / sample_rows / execute(); empty where the backend cannot (use read_value).
+  // write_value / argmax_rows / sample_rows / execute(); empty where the backend cannot (use read_value).
   virtual std::span<const float> read_value_view(int value) const { return host_value(value); }
   // Greedy tokens of an fp32 [rows, cols] value (the logits) after execute(): per row the index
   // of its largest entry, lowest on ties (runtime::argmax's rule), computed where the value lives

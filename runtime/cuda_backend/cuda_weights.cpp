@@ -13,24 +13,12 @@
 #include "models/progress.h"
 #include "models/safetensors.h"
 #include "runtime/cuda_backend/backend_state.h"
+#include "runtime/cuda_backend/bf16.h"
 #include "runtime/cuda_backend/staging.h"
 #include "runtime/thread_pool.h"
 
 namespace g4c::cudart {
 namespace {
-
-// fp32 → bf16 bits, round to nearest even (exact for values that came from BF16).
-void to_bf16(const float* in, uint16_t* out, size_t n) {
-  auto work = [&](size_t b, size_t e) {
-    for (size_t i = b; i < e; ++i) {
-      uint32_t u;
-      std::memcpy(&u, &in[i], 4);
-      out[i] = (u & 0x7fffffffu) > 0x7f800000u ? uint16_t(0x7fc0) : uint16_t((u + 0x7fff + ((u >> 16) & 1)) >> 16);
-    }
-  };
-  runtime::parallel_chunks(int64_t(n), /*threads=*/0, int64_t(1) << 22,
-                           [&](int64_t b, int64_t e) { work(size_t(b), size_t(e)); });
-}
 
 // The BF16 bits of store weight `id` (numel values): the checkpoint's own bits while the store
 // still holds them (WeightStore::checkpoint_bf16; the same bits to_bf16 gives back, without a

@@ -1,6 +1,6 @@
 // CudaBackend's plan values seen from the host (see cuda_backend.h): a value's device rows as
 // BF16, its rows read back through the pinned staging buffer (as fp32, or viewed in place), and
-// host rows written into it.
+// host rows written into it (converted on up to 8 threads).
 #include "runtime/cuda_backend/cuda_backend.h"
 
 #include <cuda_runtime.h>
@@ -9,6 +9,7 @@
 
 #include "models/error.h"
 #include "runtime/cuda_backend/backend_state.h"
+#include "runtime/cuda_backend/bf16.h"
 
 namespace g4c::cudart {
 
@@ -65,11 +66,7 @@ int CudaBackend::read_value(int value, std::vector<float>* out) const {
     const int32_t* p = static_cast<const int32_t*>(read_host_);
     for (size_t i = 0; i < n; ++i) (*out)[i] = float(p[i]);
   } else {
-    const uint16_t* p = static_cast<const uint16_t*>(read_host_);
-    for (size_t i = 0; i < n; ++i) {
-      const uint32_t u = uint32_t(p[i]) << 16;
-      std::memcpy(&(*out)[i], &u, 4);
-    }
+    from_bf16(static_cast<const uint16_t*>(read_host_), out->data(), n);
   }
   return rows;
 }
@@ -82,21 +79,18 @@ void CudaBackend::write_value(int value, std::span<const float> data) {
   const int cap = v.rows == fb::RowSpace::LogitRows ? cap_R_ : v.rows == fb::RowSpace::Sequences ? cap_S_ : cap_T_;
   if (rows > cap) throw Error("cuda backend: write_value of " + std::to_string(rows) + " rows exceeds the arena");
   check(cudaStreamSynchronize(device_->stream()), "synchronize before write_value");
-  std::vector<uint8_t> host(data.size() * v.elem());
-  for (size_t i = 0; i < data.size(); ++i) {
-    if (v.type == VType::F32) {
-      std::memcpy(host.data() + 4 * i, &data[i], 4);
-    } else if (v.type == VType::I32) {
-      const int32_t x = int32_t(data[i]);
-      std::memcpy(host.data() + 4 * i, &x, 4);
-    } else {
-      uint32_t u;
-      std::memcpy(&u, &data[i], 4);
-      const uint16_t b = std::isnan(data[i]) ? uint16_t(0x7fc0) : uint16_t((u + 0x7fff + ((u >> 16) & 1)) >> 16);
-      std::memcpy(host.data() + 2 * i, &b, 2);
-    }
+  // Converted into the pinned staging buffer (free: the stream is idle), uploaded from there.
+  const size_t bytes = data.size() * v.elem();
+  void* host = read_staging(bytes);
+  if (v.type == VType::F32) {
+    std::memcpy(host, data.data(), bytes);
+  } else if (v.type == VType::I32) {
+    auto* p = static_cast<int32_t*>(host);
+    for (size_t i = 0; i < data.size(); ++i) p[i] = int32_t(data[i]);
+  } else {
+    to_bf16(data.data(), static_cast<uint16_t*>(host), data.size());
   }
-  upload(v.ptr, host.data(), host.size(), "write_value copy");
+  upload(v.ptr, host, bytes, "write_value copy");
 }
 
 }  // namespace g4c::cudart
