@@ -376,7 +376,7 @@ void run_quantize(const QuantArgs& a) {
     qc["damp_percent"] = a.damp;
     qc["block_size"] = a.block;
     qc["act_order"] = a.act_order;
-    qc["static_groups"] = a.act_order || clip.enabled();
+    qc["static_groups"] = a.act_order;
     // false: all Linears of a layer see that layer's unquantized inputs
     qc["true_sequential"] = a.true_sequential;
     qc["gptaq"] = a.gptaq;
@@ -441,8 +441,8 @@ void add_quantize_command(CLI::App& app) {
   cmd->add_option("--block-size", a->block, "GPTQ column block")->check(CLI::PositiveNumber);
   cmd->add_flag("--act-order", a->act_order, "GPTQ: quantize columns by decreasing diag H (static groups)");
   cmd->add_option("--clip", a->clip,
-                  "group ranges: mse (MSE-optimal shrink of each group's range, chosen before the GPTQ solve: "
-                  "static groups) | none (min/max)")
+                  "group ranges: mse (MSE-optimal shrink of each group's range; GPTQ searches it when the solve "
+                  "reaches the group, on the error-updated weights) | none (min/max)")
       ->check(CLI::IsMember({"none", "mse"}))
       ->capture_default_str();
   cmd->add_flag("--true-sequential", a->true_sequential,

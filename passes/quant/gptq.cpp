@@ -154,7 +154,7 @@ GptqResult gptq_quantize(const float* W, int64_t out, int64_t in, const Prepared
         const int64_t col = perm[i];
         if (!fixed && i % G == 0) {
           for (int64_t o = o0; o < o1; ++o)
-            set_params(o, i / G, group_params(Wd.data() + o * n + i, std::min(G, n - i), 1, q.symmetric));
+            set_params(o, i / G, group_params(Wd.data() + o * n + i, std::min(G, n - i), 1, q.symmetric, opt.clip));
         }
         const double d = Hinv[i * n + i];
         const double* hrow = Hinv.data() + i * n;

@@ -58,8 +58,10 @@ struct GptqOptions {
   int threads = 1;  // output rows solved in parallel (results do not depend on it)
 };
 
-// Group parameters are fixed before the solve (from the original weights).
-inline bool static_groups(const GptqOptions& o) { return o.act_order || o.clip.enabled(); }
+// Group parameters are fixed before the solve (from the original weights) with act_order, whose
+// column order crosses groups; otherwise each group's (clip-searched) range is taken when the
+// solve reaches its first column, from the values the earlier columns' errors updated.
+inline bool static_groups(const GptqOptions& o) { return o.act_order; }
 
 struct GptqResult {
   QuantizedLinear q;

@@ -1,5 +1,5 @@
 // MSE-optimal clipping of group ranges (quant::ClipSearch) against a brute-force search written
-// here from DESIGN.md §3's rule, and inside GPTQ (static groups chosen before the solve).
+// here from DESIGN.md §3's rule, and inside GPTQ (searched at each group's first column).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -148,8 +148,9 @@ TEST(QuantClip, RtnUsesTheClippedRangePerGroup) {
 }
 
 TEST(QuantClip, GptqWithADiagonalHessianIsClippedRtn) {
-  // H = c·I couples no columns: GPTQ's error feedback is zero, so with the clip chosen before
-  // the solve its codes, scales and zeros are exactly clipped RTN's (with or without act-order).
+  // H = c·I couples no columns: GPTQ's error feedback is zero, so whether the clip is chosen
+  // before the solve (act-order) or at each group's first column, its codes, scales and zeros
+  // are exactly clipped RTN's.
   std::mt19937 rng(11);
   const int64_t out = 6, in = 256;
   std::vector<float> W;
@@ -173,13 +174,15 @@ TEST(QuantClip, GptqWithADiagonalHessianIsClippedRtn) {
     }
 }
 
-TEST(QuantClip, GptqGroupsAreFixedBeforeTheSolve) {
-  // A coupled Hessian: the solve moves the weights, but every group's (s, z) is the clipped
-  // range of the original weights (static groups), not of the error-updated ones.
+TEST(QuantClip, GptqClipsEachGroupWhenTheSolveReachesIt) {
+  // A coupled Hessian: the solve moves the weights, and each group's (s, z) is the brute-force
+  // clip of the group's error-updated weights at its first column — checked against an
+  // unblocked column-by-column float64 GPTQ written here on the same factor of H⁻¹. The first
+  // group has seen no updates (its clip is clipped RTN's); later groups' are not.
   std::mt19937 rng(5);
-  const int64_t out = 4, in = 256, rows = 600;
+  const int64_t out = 4, in = 384, rows = 600;
   std::vector<float> W;
-  for (int64_t o = 0; o < out * 2; ++o) {
+  for (int64_t o = 0; o < out * 3; ++o) {
     const std::vector<float> g = group_with_outliers(rng, 128);
     W.insert(W.end(), g.begin(), g.end());
   }
@@ -189,12 +192,50 @@ TEST(QuantClip, GptqGroupsAreFixedBeforeTheSolve) {
     for (int64_t j = 0; j < in; ++j) X[size_t(r * in + j)] = nd(rng) + (j > 0 ? 0.6f * X[size_t(r * in + j - 1)] : 0.f);
   HessianAccumulator acc(in);
   acc.add(X.data(), rows, in);
-  GptqOptions opt;
-  opt.spec = {128, false};
-  opt.clip = ClipSearch::mse();
-  const GptqResult r = gptq_quantize(W.data(), out, in, acc.hessian(), opt);
-  const QuantizedLinear rtn = quantize_rtn(W.data(), out, in, {128, false}, ClipSearch::mse());
-  EXPECT_EQ(r.q.scales, rtn.scales);
-  EXPECT_EQ(r.q.zeros, rtn.zeros);
-  EXPECT_NE(r.q.codes, rtn.codes);  // the error feedback did act
+  for (const bool sym : {true, false}) {
+    GptqOptions opt;
+    opt.spec = {128, sym};
+    opt.clip = ClipSearch::mse();
+    const PreparedHessian P = prepare_hessian(acc.hessian(), in, opt);
+    const GptqResult r = gptq_quantize(W.data(), out, in, P, opt);
+    // The reference: one column at a time, the clip searched at each group's first column.
+    std::vector<double> Wd(W.begin(), W.end());
+    std::vector<Ref> params(static_cast<size_t>(out * 3));
+    std::vector<int> codes(static_cast<size_t>(out * in));
+    for (int64_t i = 0; i < in; ++i)
+      for (int64_t o = 0; o < out; ++o) {
+        if (i % 128 == 0) {
+          std::vector<float> g;
+          for (int64_t k = i; k < i + 128; ++k) g.push_back(float(Wd[size_t(o * in + k)]));
+          double e = 0.0;
+          params[size_t(o * 3 + i / 128)] = brute_force(g, sym, 100, 80, &e);
+        }
+        const Ref p = params[size_t(o * 3 + i / 128)];
+        const float w = float(Wd[size_t(o * in + i)]);
+        float c = std::nearbyint(w / p.scale) + float(p.zero);
+        c = c < 0.f ? 0.f : (c > 15.f ? 15.f : c);
+        codes[size_t(o * in + i)] = int(c);
+        const double err = (double(w) - double((c - float(p.zero)) * p.scale)) / P.hinv[size_t(i * in + i)];
+        for (int64_t j = i + 1; j < in; ++j) Wd[size_t(o * in + j)] -= err * P.hinv[size_t(i * in + j)];
+      }
+    // Blocked + lazily updated vs unblocked: the same math in another summation order, so a
+    // code or a clip choice can differ only at a rounding tie (none on these weights).
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t g = 0; g < 3; ++g) {
+        EXPECT_EQ(r.q.scales[size_t(o * 3 + g)], params[size_t(o * 3 + g)].scale) << "sym " << sym << " row " << o << " group " << g;
+        EXPECT_EQ(int(r.q.zeros[size_t(o * 3 + g)]), params[size_t(o * 3 + g)].zero) << "sym " << sym << " row " << o << " group " << g;
+      }
+    int64_t differ = 0;
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t i = 0; i < in; ++i) differ += int(r.q.codes[size_t(o * r.q.padded_in + i)]) != codes[size_t(o * in + i)];
+    EXPECT_EQ(differ, 0) << "sym " << sym;
+    // The first group is clipped RTN's; the error feedback changed some later group's range.
+    const QuantizedLinear rtn = quantize_rtn(W.data(), out, in, {128, sym}, ClipSearch::mse());
+    bool later_differs = false;
+    for (int64_t o = 0; o < out; ++o) {
+      EXPECT_EQ(r.q.scales[size_t(o * 3)], rtn.scales[size_t(o * 3)]) << "sym " << sym << " row " << o;
+      for (int64_t g = 1; g < 3; ++g) later_differs |= r.q.scales[size_t(o * 3 + g)] != rtn.scales[size_t(o * 3 + g)];
+    }
+    EXPECT_TRUE(later_differs) << "sym " << sym;
+  }
 }

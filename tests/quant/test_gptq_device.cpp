@@ -220,6 +220,7 @@ struct SolveCase {
   int group;
   bool sym, act;
   int block;
+  bool clip = false;  // --clip mse: the range search at each group's first column (static with act)
 };
 
 void compare(const quant::GptqResult& ref, const quant::GptqSolved& got, const SolveCase& c, size_t* code_mism,
@@ -242,6 +243,9 @@ const SolveCase kCases[] = {
     {130, 320, 64, false, false, 128},  // asymmetric, two groups per block
     {64, 300, 128, true, true, 128},    // act_order: static groups, permuted columns
     {40, 256, 64, false, true, 96},     // act_order with a block that is no multiple of the group
+    {77, 300, 128, true, false, 128, true},   // clip: searched in the block kernel, partial last group
+    {130, 320, 64, false, false, 128, true},  // clip, asymmetric: a group starting inside a block
+    {64, 300, 128, false, true, 128, true},   // clip with act_order: static clipped groups
 };
 
 TEST(GpuGptq, SolveMatchesTheHostGivenItsFactor) {
@@ -252,12 +256,13 @@ TEST(GpuGptq, SolveMatchesTheHostGivenItsFactor) {
     const std::vector<float> x = make_x(rng, 600, c.n, c.n, {3});
     const std::vector<float> w = make_w(rng, c.out, c.n);
     const std::vector<double> H = host_h(x, 600, c.n);
-    quant::GptqOptions opt{{c.group, c.sym}, 0.01, c.block, c.act, 2};
+    quant::GptqOptions opt{{c.group, c.sym}, 0.01, c.block, c.act, c.clip ? quant::ClipSearch::mse() : quant::ClipSearch{}, 2};
     const quant::PreparedHessian P = quant::prepare_hessian(H, c.n, opt);
     const quant::GptqResult ref = quant::gptq_quantize(w.data(), c.out, c.n, P, opt);
     quant::DeviceHessian h(dev, c.n);
     h.set_factor(P.hinv, std::vector<uint8_t>(P.dead.begin(), P.dead.end()), c.act ? P.perm : std::vector<int64_t>{});
-    const quant::GptqSolved got = h.solve(w.data(), c.out, c.group, c.sym, c.block);
+    const quant::GptqSolved got =
+        h.solve(w.data(), c.out, c.group, c.sym, c.block, opt.clip.grid, c.clip ? opt.clip.steps : 0);
     size_t mism = 0;
     double rel = 0;
     compare(ref, got, c, &mism, &rel);
@@ -273,9 +278,9 @@ TEST(GpuGptq, SolveMatchesTheHostGivenItsFactor) {
       EXPECT_LE(double(mism), 1e-3 * double(total)) << "out " << c.out << " n " << c.n << " act " << c.act;
       EXPECT_LE(rel, 1e-3);
     }
-    std::printf("[ measured ] device solve vs host (same factor), out %lld n %lld g%d sym %d act %d: %zu of %zu "
-                "codes/params differ, objective rel diff %.3g\n",
-                (long long)c.out, (long long)c.n, c.group, int(c.sym), int(c.act), mism, total, rel);
+    std::printf("[ measured ] device solve vs host (same factor), out %lld n %lld g%d sym %d act %d clip %d: %zu "
+                "of %zu codes/params differ, objective rel diff %.3g\n",
+                (long long)c.out, (long long)c.n, c.group, int(c.sym), int(c.act), int(c.clip), mism, total, rel);
   }
 }
 
@@ -287,12 +292,13 @@ TEST(GpuGptq, WholePipelineMatchesTheHost) {
     const int64_t rows = 900;
     const std::vector<float> x = make_x(rng, rows, c.n, c.n, {7});
     const std::vector<float> w = make_w(rng, c.out, c.n);
-    quant::GptqOptions opt{{c.group, c.sym}, 0.01, c.block, c.act, 2};
+    quant::GptqOptions opt{{c.group, c.sym}, 0.01, c.block, c.act, c.clip ? quant::ClipSearch::mse() : quant::ClipSearch{}, 2};
     const quant::GptqResult ref = quant::gptq_quantize(w.data(), c.out, c.n, host_h(x, rows, c.n), opt);
     quant::DeviceHessian h(dev, c.n);
     h.add(x.data(), rows, c.n);
     h.prepare(opt.damp, c.act);
-    const quant::GptqSolved got = h.solve(w.data(), c.out, c.group, c.sym, c.block);
+    const quant::GptqSolved got =
+        h.solve(w.data(), c.out, c.group, c.sym, c.block, opt.clip.grid, c.clip ? opt.clip.steps : 0);
     size_t mism = 0;
     double rel = 0;
     compare(ref, got, c, &mism, &rel);
@@ -303,9 +309,9 @@ TEST(GpuGptq, WholePipelineMatchesTheHost) {
     const size_t total = got.codes.size() + got.scales.size();
     EXPECT_LE(double(mism), 1e-3 * double(total)) << "out " << c.out << " n " << c.n << " act " << c.act;
     EXPECT_LE(rel, 1e-3);
-    std::printf("[ measured ] device GPTQ vs host, out %lld n %lld g%d sym %d act %d: %zu of %zu codes/params "
-                "differ, objective rel diff %.3g\n",
-                (long long)c.out, (long long)c.n, c.group, int(c.sym), int(c.act), mism, total, rel);
+    std::printf("[ measured ] device GPTQ vs host, out %lld n %lld g%d sym %d act %d clip %d: %zu of %zu "
+                "codes/params differ, objective rel diff %.3g\n",
+                (long long)c.out, (long long)c.n, c.group, int(c.sym), int(c.act), int(c.clip), mism, total, rel);
   }
 }
 

@@ -287,7 +287,7 @@ GptqSolved DeviceHessian::solve(const float* w, int64_t out, int group, bool sym
   a.act_order = h.act_order;
   a.clip_grid = clip_grid;
   a.clip_steps = clip_steps;
-  a.static_groups = h.act_order || (clip_grid > 0 && clip_steps > 0);
+  a.static_groups = h.act_order;
   a.dead = h.dead;
   a.perm = h.perm;
   a.U = h.U;

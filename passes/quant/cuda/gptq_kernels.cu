@@ -400,7 +400,7 @@ __device__ double group_sq_error(const float* __restrict__ W, const uint8_t* __r
   return e;
 }
 
-// Static groups (act_order or clipping): params of group g of row o from the unpermuted weights;
+// Static groups (act_order): params of group g of row o from the unpermuted weights;
 // with clip_steps > 0 the MSE-optimal shrink of the range (quant::group_params with a ClipSearch).
 __global__ void static_params_kernel(const float* __restrict__ W, const uint8_t* __restrict__ dead, int64_t out,
                                      int64_t n, int G, int64_t ng, bool symmetric, int clip_grid, int clip_steps,
@@ -443,10 +443,11 @@ __global__ void init_w_kernel(const float* __restrict__ W, const uint8_t* __rest
 }
 
 // One column block [i1, i1 + bw) of GPTQ: a warp per row, lane l holds columns i1 + l + 32k.
-// The block of U is staged in shared memory (bw² doubles).
+// The block of U is staged in shared memory (bw² doubles), followed by a 128-float buffer per
+// warp for the clip search of a group's current values.
 template <int K>
 __global__ void __launch_bounds__(1024) solve_block_kernel(GptqSolveArgs a, int64_t i1, int bw) {
-  extern __shared__ double Us[];  // [bw][bw]
+  extern __shared__ double Us[];  // [bw][bw], then float gv[warps][128]
   const int64_t n = a.n;
   for (int l = threadIdx.x; l < bw * bw; l += blockDim.x) Us[l] = a.U[(i1 + l / bw) * n + i1 + l % bw];
   __syncthreads();
@@ -494,6 +495,50 @@ __global__ void __launch_bounds__(1024) solve_block_kernel(GptqSolveArgs a, int6
           mx = mx < ox ? ox : mx;
         }
         p = make_params(amax, mn, mx, a.symmetric);
+        if (a.clip_grid > 0 && a.clip_steps > 1) {
+          // quant::group_params with a ClipSearch on the group's current values: lane l scores
+          // candidates l, l + 32, …, each summed in column order as the host does; the first
+          // candidate of least error wins (ties: the smaller shrink index, as the host's strict <).
+          float* gv = reinterpret_cast<float*>(Us + bw * bw) + (threadIdx.x / 32) * 128;
+#pragma unroll
+          for (int k = 0; k < K; ++k) {
+            const int tt = lane + 32 * k;
+            if (tt >= t && tt < t + gl) gv[tt - t] = float(w[k]);
+          }
+          __syncwarp();
+          double best = 0.0;
+          int besti = -1;
+          for (int ci = lane; ci < a.clip_steps; ci += 32) {
+            const float sh = __fsub_rn(1.0f, __fdiv_rn(float(ci), float(a.clip_grid)));
+            const Params c =
+                ci == 0 ? p : make_params(__fmul_rn(amax, sh), __fmul_rn(mn, sh), __fmul_rn(mx, sh), a.symmetric);
+            double e = 0.0;
+            for (int x = 0; x < gl; ++x) {
+              const float v = gv[x];
+              const float deq = __fmul_rn(float(quantize_code(v, c) - c.zero), c.scale);
+              const double d = __dsub_rn(double(v), double(deq));
+              e = __dadd_rn(e, __dmul_rn(d, d));
+            }
+            if (besti < 0 || e < best) {
+              best = e;
+              besti = ci;
+            }
+          }
+#pragma unroll
+          for (int off = 16; off; off >>= 1) {
+            const double ob = __shfl_xor_sync(0xffffffffu, best, off);
+            const int oi = __shfl_xor_sync(0xffffffffu, besti, off);
+            if (oi >= 0 && (besti < 0 || ob < best || (ob == best && oi < besti))) {
+              best = ob;
+              besti = oi;
+            }
+          }
+          if (besti > 0) {
+            const float sh = __fsub_rn(1.0f, __fdiv_rn(float(besti), float(a.clip_grid)));
+            p = make_params(__fmul_rn(amax, sh), __fmul_rn(mn, sh), __fmul_rn(mx, sh), a.symmetric);
+          }
+          __syncwarp();
+        }
         if (lane == 0) {
           a.scales[o * ng + i / G] = p.scale;
           a.zeros[o * ng + i / G] = uint8_t(p.zero);
@@ -532,15 +577,16 @@ __global__ void pad_codes_kernel(GptqSolveArgs a) {
 
 template <int K>
 cudaError_t launch_block(const GptqSolveArgs& a, int64_t i1, int bw, cudaStream_t s) {
-  const size_t smem = size_t(bw) * bw * sizeof(double);
+  const int rows_per_cta = 32;
+  const size_t clip_buf = size_t(rows_per_cta) * 128 * sizeof(float);  // one group's values per warp
+  const size_t smem = size_t(bw) * bw * sizeof(double) + clip_buf;
   static bool attr = false;
   if (!attr) {
-    const cudaError_t e =
-        cudaFuncSetAttribute(solve_block_kernel<K>, cudaFuncAttributeMaxDynamicSharedMemorySize, 128 * 128 * 8);
+    const cudaError_t e = cudaFuncSetAttribute(solve_block_kernel<K>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               int(128 * 128 * 8 + clip_buf));
     if (e != cudaSuccess) return e;
     attr = true;
   }
-  const int rows_per_cta = 32;
   solve_block_kernel<K><<<unsigned(cdiv(a.out, rows_per_cta)), 32 * rows_per_cta, smem, s>>>(a, i1, bw);
   return cudaGetLastError();
 }

@@ -62,9 +62,10 @@ struct GptqSolveArgs {
   int64_t out = 0, n = 0, padded_in = 0;
   int group = 128, block = 128;  // !act_order: block % group == 0; block ≤ 256
   bool symmetric = true, act_order = false;
-  // Group parameters fixed before the solve from the original weights (act_order or clipping);
-  // with clip_grid/clip_steps > 0 each group's range is the MSE-optimal shrink (passes/quant/
-  // quantizer.h ClipSearch: the same candidates, error sum and tie rule).
+  // Group parameters fixed before the solve from the original weights (act_order), else taken
+  // at each group's first column from its current (error-updated) values. With clip_grid/
+  // clip_steps > 0 each group's range is the MSE-optimal shrink (passes/quant/quantizer.h
+  // ClipSearch: the same candidates, error sum and tie rule).
   bool static_groups = false;
   int clip_grid = 0, clip_steps = 0;
   const float* w = nullptr;       // [out, n] the Linear's weights
