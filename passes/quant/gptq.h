@@ -12,8 +12,9 @@
 //   act_order: columns are visited by decreasing diag H; group parameters then come
 //   from the (dead-column-zeroed) weights of each contiguous group before any update
 //   ("static groups"), so the checkpoint keeps contiguous groups in column order.
-//   clip: each group's range is the MSE-optimal one (quantizer.h ClipSearch), chosen before
-//   the solve from the original weights — static groups as with act_order, in either order.
+//   clip: each group's range is the MSE-optimal one (quantizer.h ClipSearch), searched where
+//   the group's range is taken: at its first column from the error-updated weights, or before
+//   the solve from the original weights with act_order.
 #pragma once
 
 #include <cstdint>
