@@ -297,19 +297,38 @@ void Engine::replace_weight(const std::string& name, std::span<const float> valu
   replace_weights({&name, 1}, {&values, 1});
 }
 
-void Engine::replace_weights(std::span<const std::string> names, std::span<const std::span<const float>> values) {
-  if (names.size() != values.size()) throw Error("replace_weights: " + std::to_string(names.size()) + " names for " +
-                                                 std::to_string(values.size()) + " value arrays");
+namespace {
+
+// The store ids of `names`, each checked against the element count of its new values before
+// anything changes.
+template <class Values>
+std::vector<int> replacement_ids(const WeightStore& store, std::span<const std::string> names, const Values& values) {
+  if (names.size() != values.size())
+    throw Error("replace_weights: " + std::to_string(names.size()) + " names for " + std::to_string(values.size()) +
+                " value arrays");
   std::vector<int> ids;
   for (const std::string& name : names) {
-    const int id = weights_->find(name);
+    const int id = store.find(name);
     if (id < 0) throw Error("replace_weight: the plan has no weight " + name);
-    if (values[ids.size()].size() != weights_->numel(id))  // checked for all before any changes
-      throw Error("replace_weight: " + name + " has " + std::to_string(weights_->numel(id)) + " elements, got " +
+    if (values[ids.size()].size() != store.numel(id))
+      throw Error("replace_weight: " + name + " has " + std::to_string(store.numel(id)) + " elements, got " +
                   std::to_string(values[ids.size()].size()));
     ids.push_back(id);
   }
+  return ids;
+}
+
+}  // namespace
+
+void Engine::replace_weights(std::span<const std::string> names, std::span<const std::span<const float>> values) {
+  const std::vector<int> ids = replacement_ids(*weights_, names, values);
   for (size_t i = 0; i < ids.size(); ++i) weights_->replace(ids[i], values[i]);
+  backend_->weights_updated(ids);
+}
+
+void Engine::replace_weights(std::span<const std::string> names, std::vector<std::vector<float>>&& values) {
+  const std::vector<int> ids = replacement_ids(*weights_, names, values);
+  for (size_t i = 0; i < ids.size(); ++i) weights_->replace(ids[i], std::move(values[i]));
   backend_->weights_updated(ids);
 }
 

@@ -139,6 +139,8 @@ class Engine {
   // Replaces several weights at once: names[i] gets values[i]; the backend rebuilds each of its
   // device buffers once, however many of the weights it packs together.
   void replace_weights(std::span<const std::string> names, std::span<const std::span<const float>> values);
+  // The same taking the arrays (no copies): values[i] is moved into the weight store.
+  void replace_weights(std::span<const std::string> names, std::vector<std::vector<float>>&& values);
 
  private:
   Engine(plan::Plan plan, models::ModelConfig cfg, const EngineOptions& opts);

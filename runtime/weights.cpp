@@ -169,6 +169,18 @@ void WeightStore::replace(int id, std::span<const float> values) {
   std::copy(values.begin(), values.end(), data_[id].begin());
 }
 
+void WeightStore::replace(int id, std::vector<float>&& values) {
+  if (id < 0 || id >= size()) throw Error("WeightStore::replace: no weight " + std::to_string(id));
+  if (values.size() != numel(id))
+    throw Error("WeightStore::replace: " + names_[id] + " has " + std::to_string(numel(id)) + " elements, got " +
+                std::to_string(values.size()));
+  if (lazy_) {
+    replaced_[size_t(id)] = 1;
+    std::call_once(once_[size_t(id)], [&] { done_[size_t(id)].store(true, std::memory_order_release); });
+  }
+  data_[id] = std::move(values);
+}
+
 size_t WeightStore::total_bytes() const {
   size_t b = 0;
   for (const auto& d : data_) b += d.size() * sizeof(float);

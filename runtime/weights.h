@@ -48,8 +48,10 @@ class WeightStore {
   const std::vector<int64_t>& shape(int id) const { return shapes_[id]; }
   const std::string& name(int id) const { return names_[id]; }
   int find(const std::string& name) const;  // -1 if absent
-  // Replaces a weight's values (same number of elements; throws otherwise).
+  // Replaces a weight's values (same number of elements; throws otherwise). The second form
+  // takes the array itself (no copy): data(id) then points into it.
   void replace(int id, std::span<const float> values);
+  void replace(int id, std::vector<float>&& values);
   // A lazy store's dense weight that still holds the checkpoint's values (never replace()d)
   // and is stored BF16 there: its bits in the (mapped) checkpoint, for a device backend to
   // upload without the fp32 round trip (the 12B tied embedding: 2 GB instead of 4 + 2 GB of

@@ -206,16 +206,18 @@ void EngineCalibrationExecutor::set_weight(int layer, const std::string& linear,
   drop_stale_cut(layer, {&name, 1});
 }
 
+std::span<const float> EngineCalibrationExecutor::weight_view(int layer, const std::string& linear) const {
+  const int id = engine_->weights().find(weight_name(layer, linear));
+  if (id < 0) throw Error("calibration: no weight " + weight_name(layer, linear));
+  return {engine_->weights().data(id), engine_->weights().numel(id)};
+}
+
 void EngineCalibrationExecutor::set_weights(int layer, std::span<const std::string> names,
-                                            std::span<const std::vector<float>> w) {
+                                            std::vector<std::vector<float>> w) {
   if (names.size() != w.size()) throw Error("calibration: set_weights: names and weights differ in number");
   std::vector<std::string> full;
-  std::vector<std::span<const float>> values;
-  for (size_t i = 0; i < names.size(); ++i) {
-    full.push_back(weight_name(layer, names[i]));
-    values.emplace_back(w[i]);
-  }
-  engine_->replace_weights(full, values);
+  for (const std::string& n : names) full.push_back(weight_name(layer, n));
+  engine_->replace_weights(full, std::move(w));
   drop_stale_cut(layer, full);
 }
 

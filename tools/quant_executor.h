@@ -68,7 +68,8 @@ class EngineCalibrationExecutor : public quant::CalibrationExecutor {
   int64_t steps_executed() const { return steps_executed_; }
   std::vector<float> weight(int layer, const std::string& linear) const override;
   void set_weight(int layer, const std::string& linear, std::span<const float> w) override;
-  void set_weights(int layer, std::span<const std::string> names, std::span<const std::vector<float>> w) override;
+  std::span<const float> weight_view(int layer, const std::string& linear) const override;
+  void set_weights(int layer, std::span<const std::string> names, std::vector<std::vector<float>> w) override;
   // The embeddings again (the embedding table is never rewritten), "a" cleared: layer 0 computes
   // its own input norm, later layers read the "a" the layer before them writes.
   void restart() override;

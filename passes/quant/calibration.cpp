@@ -131,11 +131,20 @@ void quantize_observed(CalibrationExecutor& exec, int layer, const std::vector<L
   for (const LinearInfo& li : lins) {
     HessianStore& st = *obs.by_linear.at(li.name);
     const auto t_read = clock::now();
-    std::vector<float> w = exec.weight(layer, li.name);
+    // The executor's own array where it has one (set_weights comes after the group's solves).
+    std::vector<float> owned;
+    std::span<const float> w = exec.weight_view(layer, li.name);
+    if (w.empty()) {
+      owned = exec.weight(layer, li.name);
+      w = owned;
+    }
     const auto t_lin = clock::now();
     tm.weights += secs(t_read, t_lin);
-    if (auto c = obs.cross_by_linear.find(li.name); c != obs.cross_by_linear.end())
-      w = gptaq_target(w.data(), li.out, li.in, c->second->cross(), c->second->gram(), opt.gptq.damp, opt.gptq.threads);
+    if (auto c = obs.cross_by_linear.find(li.name); c != obs.cross_by_linear.end()) {
+      owned = gptaq_target(w.data(), li.out, li.in, c->second->cross(), c->second->gram(), opt.gptq.damp,
+                           opt.gptq.threads);
+      w = owned;
+    }
     GptqResult r = st.quantize(w.data(), li.out, opt.gptq);
     if (--uses[&st] == 0) st.release();
     r.seconds = secs(t_lin, clock::now());
@@ -157,7 +166,7 @@ void quantize_observed(CalibrationExecutor& exec, int layer, const std::vector<L
     reports.push_back(rep);
   }
   const auto t_write = clock::now();
-  exec.set_weights(layer, names, done);
+  exec.set_weights(layer, names, std::move(done));
   tm.weights += secs(t_write, clock::now());
 }
 

@@ -54,10 +54,13 @@ class CalibrationExecutor {
   // row-major) or, for the AWQ folds, an RMSNorm weight ("input_layernorm", [hidden]).
   // set_weight's values hold for every later run.
   virtual std::vector<float> weight(int layer, const std::string& linear) const = 0;
+  // The same without a copy where the executor keeps the values in host memory, valid until the
+  // next set_weight(s); empty where it does not (use weight()).
+  virtual std::span<const float> weight_view(int /*layer*/, const std::string& /*linear*/) const { return {}; }
   virtual void set_weight(int layer, const std::string& linear, std::span<const float> w) = 0;
   // set_weight of several tensors of `layer` at once (names[i] gets w[i]): an executor that packs
   // weights together on a device rebuilds each buffer once. Default: set_weight one by one.
-  virtual void set_weights(int layer, std::span<const std::string> names, std::span<const std::vector<float>> w) {
+  virtual void set_weights(int layer, std::span<const std::string> names, std::vector<std::vector<float>> w) {
     for (size_t i = 0; i < names.size(); ++i) set_weight(layer, names[i], w[i]);
   }
   // Starts over: the calibration activations become the embeddings again (the inputs of layer 0),

@@ -42,6 +42,30 @@ TEST(WeightStore, LazyConvertsOnFirstUseAndEqualsEager) {
   EXPECT_EQ(lazy->loaded(), lazy->size());
 }
 
+// replace() taking the array: a weight never read and one already converted both end up with
+// the new values (the lazy one without loading the old ones); a wrong size throws and changes
+// nothing.
+TEST(WeightStore, ReplaceTakingTheArray) {
+  const auto cfg = models::load_model_config(test::tiny_model_dir());
+  std::shared_ptr<const models::Checkpoint> ckpt = models::Checkpoint::open(test::tiny_model_dir());
+  auto p = plan::build_reference_plan(cfg, *ckpt);
+  auto lazy = runtime::WeightStore::load_lazy(p, ckpt);
+  const int e = lazy->find("embed_tokens.weight"), n = lazy->find("norm.weight");
+  ASSERT_GE(e, 0);
+  ASSERT_GE(n, 0);
+  const float old = lazy->data(n)[0];
+  std::vector<float> twos(lazy->numel(e), 2.0f), threes(lazy->numel(n), 3.0f);
+  const float* moved = twos.data();
+  lazy->replace(e, std::move(twos));
+  EXPECT_EQ(lazy->data(e), moved);  // the array itself, no copy
+  EXPECT_EQ(lazy->data(e)[lazy->numel(e) - 1], 2.0f);
+  EXPECT_EQ(lazy->loaded(), 2);
+  EXPECT_THROW(lazy->replace(n, std::vector<float>(3, 1.0f)), Error);
+  EXPECT_EQ(lazy->data(n)[0], old);
+  lazy->replace(n, std::move(threes));
+  EXPECT_EQ(lazy->data(n)[lazy->numel(n) - 1], 3.0f);
+}
+
 // checkpoint_bf16: the checkpoint's own BF16 bits of a dense weight of a lazy store (what the
 // CUDA backend uploads without converting), equal to the converted values; none once replaced,
 // none from an eager store.
