@@ -33,7 +33,7 @@ GroupParams group_params(const double* w, int64_t n, int64_t stride, bool symmet
 // max·p, both ends together), each turned into (s, z) by the same rule (fp16 s, rounded z), and
 // the one with the least Σ (w − ŵ)² over the group wins (first, i.e. least shrink, on ties).
 // The error sum is float64 over exact fp32 differences, so the choice does not depend on FMA
-// contraction; passes/quant/cuda/gptq_kernels.cu's static_params_kernel does the same search.
+// contraction; passes/quant/cuda/gptq_solve.cu (solve_block_kernel, static_params_kernel) does the same search.
 // Disabled (grid or steps 0): group_params.
 struct ClipSearch {
   int grid = 0;   // p step 1/grid
