@@ -310,9 +310,7 @@ std::vector<int> replacement_ids(const WeightStore& store, std::span<const std::
   for (const std::string& name : names) {
     const int id = store.find(name);
     if (id < 0) throw Error("replace_weight: the plan has no weight " + name);
-    if (values[ids.size()].size() != store.numel(id))
-      throw Error("replace_weight: " + name + " has " + std::to_string(store.numel(id)) + " elements, got " +
-                  std::to_string(values[ids.size()].size()));
+    store.check_replacement(id, values[ids.size()].size());
     ids.push_back(id);
   }
   return ids;

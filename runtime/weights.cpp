@@ -151,11 +151,15 @@ int WeightStore::find(const std::string& name) const {
   return -1;
 }
 
-void WeightStore::replace(int id, std::span<const float> values) {
+void WeightStore::check_replacement(int id, size_t count) const {
   if (id < 0 || id >= size()) throw Error("WeightStore::replace: no weight " + std::to_string(id));
-  if (values.size() != numel(id))
+  if (count != numel(id))
     throw Error("WeightStore::replace: " + names_[id] + " has " + std::to_string(numel(id)) + " elements, got " +
-                std::to_string(values.size()));
+                std::to_string(count));
+}
+
+void WeightStore::replace(int id, std::span<const float> values) {
+  check_replacement(id, values.size());
   if (lazy_) {
     replaced_[size_t(id)] = 1;
     bool filled = false;  // never converted: take the new values, skip loading the old ones
@@ -170,10 +174,7 @@ void WeightStore::replace(int id, std::span<const float> values) {
 }
 
 void WeightStore::replace(int id, std::vector<float>&& values) {
-  if (id < 0 || id >= size()) throw Error("WeightStore::replace: no weight " + std::to_string(id));
-  if (values.size() != numel(id))
-    throw Error("WeightStore::replace: " + names_[id] + " has " + std::to_string(numel(id)) + " elements, got " +
-                std::to_string(values.size()));
+  check_replacement(id, values.size());
   if (lazy_) {
     replaced_[size_t(id)] = 1;
     std::call_once(once_[size_t(id)], [&] { done_[size_t(id)].store(true, std::memory_order_release); });

@@ -52,6 +52,8 @@ class WeightStore {
   // takes the array itself (no copy): data(id) then points into it.
   void replace(int id, std::span<const float> values);
   void replace(int id, std::vector<float>&& values);
+  // Throws as replace() would for `count` new values of weight `id`; changes nothing.
+  void check_replacement(int id, size_t count) const;
   // A lazy store's dense weight that still holds the checkpoint's values (never replace()d)
   // and is stored BF16 there: its bits in the (mapped) checkpoint, for a device backend to
   // upload without the fp32 round trip (the 12B tied embedding: 2 GB instead of 4 + 2 GB of

@@ -194,10 +194,8 @@ std::vector<quant::LinearInfo> EngineCalibrationExecutor::linears(int layer) con
 }
 
 std::vector<float> EngineCalibrationExecutor::weight(int layer, const std::string& linear) const {
-  const int id = engine_->weights().find(weight_name(layer, linear));
-  if (id < 0) throw Error("calibration: no weight " + weight_name(layer, linear));
-  const float* p = engine_->weights().data(id);
-  return {p, p + engine_->weights().numel(id)};
+  const std::span<const float> w = weight_view(layer, linear);
+  return {w.begin(), w.end()};
 }
 
 void EngineCalibrationExecutor::set_weight(int layer, const std::string& linear, std::span<const float> w) {
@@ -214,7 +212,6 @@ std::span<const float> EngineCalibrationExecutor::weight_view(int layer, const s
 
 void EngineCalibrationExecutor::set_weights(int layer, std::span<const std::string> names,
                                             std::vector<std::vector<float>> w) {
-  if (names.size() != w.size()) throw Error("calibration: set_weights: names and weights differ in number");
   std::vector<std::string> full;
   for (const std::string& n : names) full.push_back(weight_name(layer, n));
   engine_->replace_weights(full, std::move(w));
