@@ -205,17 +205,12 @@ DeviceHessian::Prepared DeviceHessian::prepare(double damp, bool act_order) {
 
   // R = J·P·H·P·J + damp·I → L (in place) → L⁻¹ (into H's buffer) → U = J·L⁻¹·J (into R's).
   double* R = d.alloc<double>(h.nn(), "reversed Hessian (" + std::to_string(n) + "²)");
-  double* panel = nullptr;
-  double* dinv = nullptr;
   int* fail = nullptr;
   try {
-    panel = d.alloc<double>(size_t(64) * size_t(n), "Cholesky panel");
-    dinv = d.alloc<double>(size_t((n + 63) / 64) * 4096, "Cholesky diagonal-block inverses");
     fail = d.alloc<int>(1, "Cholesky flag");
     ok(cudaMemsetAsync(fail, 0, sizeof(int), d.stream), "Cholesky flag");
     ok(cuda::gptq_reverse_permute(h.H, act_order ? h.perm : nullptr, n, P.damp_value, R, d.stream), "reversing H");
-    ok(cuda::gptq_cholesky(R, n, dinv, panel, fail, d.stream), "Cholesky");
-    ok(cuda::gptq_tri_inverse(R, dinv, n, h.H, panel, d.stream), "triangular inverse");
+    ok(cuda::gptq_cholesky_inverse(R, n, h.H, fail, d.stream), "Cholesky and triangular inverse");
     ok(cuda::gptq_reverse(h.H, n, R, d.stream), "reversing L⁻¹");
     int failed = 0;
     ok(cudaMemcpyAsync(&failed, fail, sizeof(int), cudaMemcpyDeviceToHost, d.stream), "Cholesky flag");
@@ -224,10 +219,10 @@ DeviceHessian::Prepared DeviceHessian::prepare(double damp, bool act_order) {
       throw Error("gptq: the damped Hessian (" + std::to_string(n) + "×" + std::to_string(n) + ", damp " +
                   std::to_string(damp) + ") is not positive definite; raise --damp");
   } catch (...) {
-    GptqDevice::Impl::release_all(R, panel, dinv, fail);
+    GptqDevice::Impl::release_all(R, fail);
     throw;
   }
-  GptqDevice::Impl::release_all(panel, dinv, fail);
+  GptqDevice::Impl::release(fail);
   GptqDevice::Impl::release(h.H);
   h.H = nullptr;
   h.U = R;

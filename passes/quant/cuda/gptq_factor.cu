@@ -1,5 +1,5 @@
-// GPTQ factor on the device (gptq_kernels.cuh): U = chol(H⁻¹)ᵀ by the host's route, blocked in
-// fp64 with the GEMMs on the fp64 tensor cores (DMMA).
+// GPTQ factor on the device (gptq_kernels.cuh): U = chol(H⁻¹)ᵀ by the host's route: the Cholesky and
+// the inverse of its factor in one recursion over halves, the GEMMs on the fp64 tensor cores.
 
 #include <cstdint>
 
@@ -13,6 +13,7 @@ namespace {
 using gptq_detail::blocks_for;
 using gptq_detail::cdiv;
 using gptq_detail::dgemm;
+using gptq_detail::Skip;
 
 constexpr int kNB = 64;  // Cholesky / triangular-inverse block
 
@@ -33,9 +34,11 @@ __global__ void reverse_kernel(const double* __restrict__ Inv, int64_t n, double
   U[idx] = Inv[(n - 1 - a) * n + (n - 1 - b)];
 }
 
-// One diagonal block (b ≤ 64) of the Cholesky: factor in shared memory, write L_kk (zero above
-// the diagonal) and L_kk⁻¹ (ld 64, zero above the diagonal). Same pivot test as the host.
-__global__ void __launch_bounds__(256) chol_diag_kernel(double* A, int64_t lda, int b, double* dinv, int* fail) {
+// One diagonal block (b ≤ 64) of the Cholesky: factor in shared memory, write L_kk into A (zero
+// above the diagonal) and L_kk⁻¹ into Inv (ld ldi, zero above the diagonal). Same pivot test as
+// the host.
+__global__ void __launch_bounds__(256) chol_diag_kernel(double* A, int64_t lda, int b, double* Inv, int64_t ldi,
+                                                        int* fail) {
   __shared__ double L[kNB][kNB + 1];
   const int tid = threadIdx.x;
   for (int l = tid; l < b * b; l += 256) {
@@ -72,14 +75,44 @@ __global__ void __launch_bounds__(256) chol_diag_kernel(double* A, int64_t lda, 
       for (int k = c; k < i; ++k) v -= L[i][k] * x[k];
       x[i] = v / L[i][i];
     }
-    for (int i = 0; i < kNB; ++i) dinv[i * kNB + c] = i < b ? x[i] : 0.0;
+    for (int i = 0; i < b; ++i) Inv[int64_t(i) * ldi + c] = x[i];
   }
-  for (int c = b + tid; c < kNB; c += 256)
-    for (int i = 0; i < kNB; ++i) dinv[i * kNB + c] = 0.0;
   for (int l = tid; l < b * b; l += 256) {
     const int r = l / b, c = l % b;
     A[int64_t(r) * lda + c] = c <= r ? L[r][c] : 0.0;
   }
+}
+
+// The rows/columns o … o+m of the n×n matrices R (in: the SPD matrix's lower triangle; out: L)
+// and Inv (in: zero; out: L⁻¹), recursively on halves whose first is a multiple of 64 rows:
+//   L11, L11⁻¹ ← recurse(R11);  L21 = R21 · L11⁻ᵀ;  R22 −= L21 · L21ᵀ;  L22, L22⁻¹ ← recurse(R22);
+//   Inv21 = −L22⁻¹ · (L21 · L11⁻¹).
+// Every product is one large GEMM (the right-looking 64-column form is n/64 thin ones), and the
+// triangular operands skip their zero halves. Scratch: L21 · L11⁻ᵀ goes through Inv21 (written
+// last), L21 · L11⁻¹ through R[o … o+m2, o+m2 … o+m], strictly above the diagonal, which no
+// later step reads (only L's lower triangle is used, and only inside this call).
+cudaError_t chol_inverse(double* R, double* Inv, int64_t n, int64_t o, int64_t m, int* fail, cudaStream_t s) {
+  if (m <= kNB) {
+    chol_diag_kernel<<<1, 256, 0, s>>>(R + o * n + o, n, int(m), Inv + o * n + o, n, fail);
+    return cudaGetLastError();
+  }
+  const int64_t m1 = cdiv(m / 2, kNB) * kNB, m2 = m - m1;
+  double* R21 = R + (o + m1) * n + o;
+  double* R22 = R21 + m1;
+  double* I11 = Inv + o * n + o;
+  double* I21 = Inv + (o + m1) * n + o;
+  double* I22 = I21 + m1;
+  double* P = R + o * n + o + m2;
+  cudaError_t e;
+  if ((e = chol_inverse(R, Inv, n, o, m1, fail, s)) != cudaSuccess) return e;
+  if ((e = dgemm<true, false, Skip::kKToN>(m2, m1, m1, R21, n, I11, n, I21, n, 1.0, 0.0, s)) != cudaSuccess) return e;
+  if ((e = cudaMemcpy2DAsync(R21, size_t(n) * 8, I21, size_t(n) * 8, size_t(m1) * 8, size_t(m2),
+                             cudaMemcpyDeviceToDevice, s)) != cudaSuccess)
+    return e;
+  if ((e = dgemm<true, true>(m2, m2, m1, R21, n, R21, n, R22, n, -1.0, 1.0, s)) != cudaSuccess) return e;
+  if ((e = chol_inverse(R, Inv, n, o + m1, m2, fail, s)) != cudaSuccess) return e;
+  if ((e = dgemm<false, false, Skip::kKFromN>(m2, m1, m1, R21, n, I11, n, P, n, 1.0, 0.0, s)) != cudaSuccess) return e;
+  return dgemm<false, false, Skip::kKToM>(m2, m1, m2, I22, n, P, n, I21, n, -1.0, 0.0, s);
 }
 
 }  // namespace
@@ -97,47 +130,10 @@ cudaError_t gptq_reverse(const double* Inv, int64_t n, double* U, cudaStream_t s
   return cudaGetLastError();
 }
 
-// Right-looking blocked Cholesky: factor the diagonal block (and invert it), panel ← panel·L_kk⁻ᵀ,
-// trailing lower triangle −= panel·panelᵀ.
-cudaError_t gptq_cholesky(double* R, int64_t n, double* dinv, double* panel, int* fail, cudaStream_t s) {
-  for (int64_t k0 = 0; k0 < n; k0 += kNB) {
-    const int b = int(n - k0 < kNB ? n - k0 : kNB);
-    double* dk = dinv + (k0 / kNB) * kNB * kNB;
-    chol_diag_kernel<<<1, 256, 0, s>>>(R + k0 * n + k0, n, b, dk, fail);
-    cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) return e;
-    const int64_t m = n - k0 - b;
-    if (m <= 0) break;
-    double* a = R + (k0 + b) * n + k0;
-    if ((e = dgemm<true, false>(m, b, b, a, n, dk, kNB, panel, kNB, 1.0, 0.0, s)) != cudaSuccess) return e;
-    if ((e = cudaMemcpy2DAsync(a, size_t(n) * 8, panel, kNB * 8, size_t(b) * 8, size_t(m), cudaMemcpyDeviceToDevice,
-                               s)) != cudaSuccess)
-      return e;
-    if ((e = dgemm<true, true>(m, m, b, panel, kNB, panel, kNB, R + (k0 + b) * n + k0 + b, n, -1.0, 1.0, s)) !=
-        cudaSuccess)
-      return e;
-  }
-  return cudaSuccess;
-}
-
-// Block row by block row: Inv[r, r] = L_rr⁻¹, Inv[r, :r] = −L_rr⁻¹ · (L[r, :r] · Inv[:r, :r]).
-cudaError_t gptq_tri_inverse(const double* L, const double* dinv, int64_t n, double* Inv, double* panel,
-                             cudaStream_t s) {
-  cudaError_t e = cudaMemsetAsync(Inv, 0, size_t(n) * n * 8, s);
-  if (e != cudaSuccess) return e;
-  for (int64_t r0 = 0; r0 < n; r0 += kNB) {
-    const int b = int(n - r0 < kNB ? n - r0 : kNB);
-    const double* dk = dinv + (r0 / kNB) * kNB * kNB;
-    if ((e = cudaMemcpy2DAsync(Inv + r0 * n + r0, size_t(n) * 8, dk, kNB * 8, size_t(b) * 8, size_t(b),
-                               cudaMemcpyDeviceToDevice, s)) != cudaSuccess)
-      return e;
-    if (r0 == 0) continue;
-    if ((e = dgemm<false, false>(b, r0, r0, L + r0 * n, n, Inv, n, panel, n, 1.0, 0.0, s)) != cudaSuccess)
-      return e;
-    if ((e = dgemm<false, false>(b, r0, b, dk, kNB, panel, n, Inv + r0 * n, n, -1.0, 0.0, s)) != cudaSuccess)
-      return e;
-  }
-  return cudaSuccess;
+cudaError_t gptq_cholesky_inverse(double* R, int64_t n, double* Inv, int* fail, cudaStream_t s) {
+  if (n <= 0) return cudaSuccess;
+  if (cudaError_t e = cudaMemsetAsync(Inv, 0, size_t(n) * n * 8, s); e != cudaSuccess) return e;
+  return chol_inverse(R, Inv, n, 0, n, fail, s);
 }
 
 }  // namespace g4c::cuda

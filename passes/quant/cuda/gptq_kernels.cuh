@@ -44,16 +44,11 @@ cudaError_t gptq_dead_columns(double* H, int64_t n, uint8_t* dead, double* diag,
 cudaError_t gptq_reverse_permute(const double* H, const int64_t* perm, int64_t n, double damp, double* R,
                                  cudaStream_t s);
 
-// In-place lower Cholesky of the SPD matrix R (read: lower triangle; the strict upper triangle is
-// left undefined). dinv receives L_kk⁻¹ of each 64×64 diagonal block (ceil(n/64)·4096 doubles),
-// panel is scratch of 64·n doubles; *fail (device int, zeroed by the caller) becomes 1 when a
-// pivot is not positive and finite (the host's test).
-cudaError_t gptq_cholesky(double* R, int64_t n, double* dinv, double* panel, int* fail, cudaStream_t s);
-
-// Inv = L⁻¹ (lower; strict upper zero) from the factor of gptq_cholesky and its dinv blocks.
-// Inv must not alias L; panel is scratch of 64·n doubles.
-cudaError_t gptq_tri_inverse(const double* L, const double* dinv, int64_t n, double* Inv, double* panel,
-                             cudaStream_t s);
+// Lower Cholesky of the SPD matrix R (read: its lower triangle) and the inverse of the factor:
+// R's lower triangle becomes L (its strict upper triangle is used as scratch and left undefined),
+// Inv (n², must not alias R) becomes L⁻¹ (strict upper triangle zero). *fail (device int, zeroed
+// by the caller) becomes 1 when a pivot is not positive and finite (the host's test).
+cudaError_t gptq_cholesky_inverse(double* R, int64_t n, double* Inv, int* fail, cudaStream_t s);
 
 // U[a, b] = Inv[n-1-a, n-1-b].
 cudaError_t gptq_reverse(const double* Inv, int64_t n, double* U, cudaStream_t s);
