@@ -324,9 +324,21 @@ void Engine::replace_weights(std::span<const std::string> names, std::span<const
   backend_->weights_updated(ids);
 }
 
-void Engine::replace_weights(std::span<const std::string> names, std::vector<std::vector<float>>&& values) {
-  const std::vector<int> ids = replacement_ids(*weights_, names, values);
-  for (size_t i = 0; i < ids.size(); ++i) weights_->replace(ids[i], std::move(values[i]));
+void Engine::rewrite_weights(std::span<const std::string> names, const WeightFill& fill) {
+  std::vector<int> ids;
+  for (const std::string& name : names) {
+    const int id = weights_->find(name);
+    if (id < 0) throw Error("rewrite_weights: the plan has no weight " + name);
+    ids.push_back(id);
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    try {
+      fill(i, weights_->overwrite(ids[i]));
+    } catch (...) {  // the weights written so far (and the one in progress) are new to the backend
+      backend_->weights_updated(std::span<const int>(ids).first(i + 1));
+      throw;
+    }
+  }
   backend_->weights_updated(ids);
 }
 

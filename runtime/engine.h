@@ -139,8 +139,10 @@ class Engine {
   // Replaces several weights at once: names[i] gets values[i]; the backend rebuilds each of its
   // device buffers once, however many of the weights it packs together.
   void replace_weights(std::span<const std::string> names, std::span<const std::span<const float>> values);
-  // The same taking the arrays (no copies): values[i] is moved into the weight store.
-  void replace_weights(std::span<const std::string> names, std::vector<std::vector<float>>&& values);
+  // The same writing the new values in place: fill(i, out) writes names[i]'s values into its own
+  // array `out` in the weight store (no copies, no allocation); the backend then rebuilds once.
+  using WeightFill = std::function<void(size_t i, std::span<float> out)>;
+  void rewrite_weights(std::span<const std::string> names, const WeightFill& fill);
 
  private:
   Engine(plan::Plan plan, models::ModelConfig cfg, const EngineOptions& opts);

@@ -173,13 +173,16 @@ void WeightStore::replace(int id, std::span<const float> values) {
   std::copy(values.begin(), values.end(), data_[id].begin());
 }
 
-void WeightStore::replace(int id, std::vector<float>&& values) {
-  check_replacement(id, values.size());
+std::span<float> WeightStore::overwrite(int id) {
+  check_replacement(id, numel(id));
   if (lazy_) {
     replaced_[size_t(id)] = 1;
-    std::call_once(once_[size_t(id)], [&] { done_[size_t(id)].store(true, std::memory_order_release); });
+    std::call_once(once_[size_t(id)], [&] {  // never converted: an array for the new values only
+      data_[id].resize(numel(id));
+      done_[size_t(id)].store(true, std::memory_order_release);
+    });
   }
-  data_[id] = std::move(values);
+  return data_[id];
 }
 
 size_t WeightStore::total_bytes() const {

@@ -48,10 +48,11 @@ class WeightStore {
   const std::vector<int64_t>& shape(int id) const { return shapes_[id]; }
   const std::string& name(int id) const { return names_[id]; }
   int find(const std::string& name) const;  // -1 if absent
-  // Replaces a weight's values (same number of elements; throws otherwise). The second form
-  // takes the array itself (no copy): data(id) then points into it.
+  // Replaces a weight's values (same number of elements; throws otherwise).
   void replace(int id, std::span<const float> values);
-  void replace(int id, std::vector<float>&& values);
+  // The weight's own array, to write its new values into in place (no allocation; a lazy store's
+  // never-read weight gets an array without loading the old values). data(id) points into it.
+  std::span<float> overwrite(int id);
   // Throws as replace() would for `count` new values of weight `id`; changes nothing.
   void check_replacement(int id, size_t count) const;
   // A lazy store's dense weight that still holds the checkpoint's values (never replace()d)

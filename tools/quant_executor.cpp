@@ -210,11 +210,10 @@ std::span<const float> EngineCalibrationExecutor::weight_view(int layer, const s
   return {engine_->weights().data(id), engine_->weights().numel(id)};
 }
 
-void EngineCalibrationExecutor::set_weights(int layer, std::span<const std::string> names,
-                                            std::vector<std::vector<float>> w) {
+void EngineCalibrationExecutor::set_weights(int layer, std::span<const std::string> names, const WeightFill& fill) {
   std::vector<std::string> full;
   for (const std::string& n : names) full.push_back(weight_name(layer, n));
-  engine_->replace_weights(full, std::move(w));
+  engine_->rewrite_weights(full, fill);
   drop_stale_cut(layer, full);
 }
 

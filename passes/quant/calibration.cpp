@@ -127,7 +127,7 @@ void quantize_observed(CalibrationExecutor& exec, int layer, const std::vector<L
   // The group's fake-quantized weights go back together after its last solve (one input, so
   // none of them changes another's Hessian): the executor rebuilds a packed buffer once.
   std::vector<std::string> names;
-  std::vector<std::vector<float>> done;
+  std::vector<QuantizedLinear> done;
   for (const LinearInfo& li : lins) {
     HessianStore& st = *obs.by_linear.at(li.name);
     const auto t_read = clock::now();
@@ -149,10 +149,7 @@ void quantize_observed(CalibrationExecutor& exec, int layer, const std::vector<L
     if (--uses[&st] == 0) st.release();
     r.seconds = secs(t_lin, clock::now());
     tm.solve += r.seconds;
-    const auto t_write = clock::now();
     names.push_back(li.name);
-    done.push_back(r.q.dequantized(opt.threads));
-    tm.weights += secs(t_write, clock::now());
     LinearReport rep;
     rep.layer = layer;
     rep.name = li.name;
@@ -164,9 +161,11 @@ void quantize_observed(CalibrationExecutor& exec, int layer, const std::vector<L
     rep.calibration_rows = st.rows();
     if (opt.on_linear) opt.on_linear(rep, r.q);
     reports.push_back(rep);
+    done.push_back(std::move(r.q));
   }
+  // The fake-quantized values go straight into the executor's arrays.
   const auto t_write = clock::now();
-  exec.set_weights(layer, names, std::move(done));
+  exec.set_weights(layer, names, [&](size_t i, std::span<float> out) { done[i].dequantize_into(out, opt.threads); });
   tm.weights += secs(t_write, clock::now());
 }
 

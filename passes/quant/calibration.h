@@ -58,10 +58,17 @@ class CalibrationExecutor {
   // next set_weight(s); empty where it does not (use weight()).
   virtual std::span<const float> weight_view(int /*layer*/, const std::string& /*linear*/) const { return {}; }
   virtual void set_weight(int layer, const std::string& linear, std::span<const float> w) = 0;
-  // set_weight of several tensors of `layer` at once (names[i] gets w[i]): an executor that packs
-  // weights together on a device rebuilds each buffer once. Default: set_weight one by one.
-  virtual void set_weights(int layer, std::span<const std::string> names, std::vector<std::vector<float>> w) {
-    for (size_t i = 0; i < names.size(); ++i) set_weight(layer, names[i], w[i]);
+  // set_weight of several tensors of `layer` at once: fill(i, out) writes names[i]'s new values
+  // into `out` (its element count), in the executor's own array where it keeps one (no copy, no
+  // allocation); an executor that packs weights together on a device rebuilds each buffer once.
+  // Default: weight(), fill, set_weight, one by one.
+  using WeightFill = std::function<void(size_t i, std::span<float> out)>;
+  virtual void set_weights(int layer, std::span<const std::string> names, const WeightFill& fill) {
+    for (size_t i = 0; i < names.size(); ++i) {
+      std::vector<float> w = weight(layer, names[i]);
+      fill(i, w);
+      set_weight(layer, names[i], w);
+    }
   }
   // Starts over: the calibration activations become the embeddings again (the inputs of layer 0),
   // computed with the weights as they are now; nothing kept from earlier runs is reused. Lets a

@@ -94,12 +94,19 @@ int64_t padded_in_features(int64_t in, int group_size) {
 
 std::vector<float> QuantizedLinear::dequantized(int threads) const {
   std::vector<float> w(static_cast<size_t>(out * in));
+  dequantize_into(w, threads);
+  return w;
+}
+
+void QuantizedLinear::dequantize_into(std::span<float> w, int threads) const {
+  if (w.size() != size_t(out * in))
+    throw Error("dequantize: " + std::to_string(out) + "×" + std::to_string(in) + " values into an array of " +
+                std::to_string(w.size()));
   const int64_t nt = std::clamp<int64_t>(threads, 1, std::max<int64_t>(1, out * in >> 20));  // ≥ 1M values each
   parallel_ranges(out, int(nt), 1, [&](int64_t b, int64_t e) {
     for (int64_t o = b; o < e; ++o)
       for (int64_t i = 0; i < in; ++i) w[o * in + i] = dequant(o, i);
   });
-  return w;
 }
 
 QuantizedLinear quantize_rtn(const float* W, int64_t out, int64_t in, const QuantSpec& spec, const ClipSearch& clip) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace g4c::quant {
@@ -75,6 +76,7 @@ struct QuantizedLinear {
   }
   // Dense [out, in] fp32 fake-quantized weights (rows split over up to `threads` threads).
   std::vector<float> dequantized(int threads = 1) const;
+  void dequantize_into(std::span<float> w, int threads = 1) const;  // w: out·in values
 };
 
 int64_t padded_in_features(int64_t in, int group_size);

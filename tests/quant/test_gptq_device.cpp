@@ -173,6 +173,10 @@ TEST(GpuGptq, GramFromDeviceBf16RowsIsTheExactGramWithinFp32Summation) {
       caught += std::fabs(minus_one[k] - exact[k]) > bound[k];
     }
     EXPECT_EQ(over, 0u) << "n " << n << ": worst error / bound " << worst;
+    size_t asym = 0;  // one partial value feeds H[i, j] and H[j, i]
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = i + 1; j < n; ++j) asym += got[size_t(i * n + j)] != got[size_t(j * n + i)];
+    EXPECT_EQ(asym, 0u) << "n " << n << ": H is not exactly symmetric";
     // One row left out leaves the bound in nearly every entry (a single product can be ~0).
     if (c.probe) EXPECT_GT(double(caught), 0.9 * double(got.size())) << "n " << n;
   }
@@ -246,6 +250,10 @@ const SolveCase kCases[] = {
     {77, 300, 128, true, false, 128, true},   // clip: searched in the block kernel, partial last group
     {130, 320, 64, false, false, 128, true},  // clip, asymmetric: a group starting inside a block
     {64, 300, 128, false, true, 128, true},   // clip with act_order: static clipped groups
+    // Wider than a superblock of kSolveErrBlocks blocks (512 columns): the columns after each
+    // superblock take its errors in one update; two full superblocks and a ragged one.
+    {48, 1100, 128, true, false, 128},
+    {40, 1100, 64, false, true, 128, true},  // act_order + clip across superblocks
 };
 
 TEST(GpuGptq, SolveMatchesTheHostGivenItsFactor) {

@@ -48,6 +48,14 @@ std::vector<float> perturbed(const std::vector<float>& w) {
   return o;
 }
 
+// set_weights' fill from whole arrays: names[i] gets ws[i].
+quant::CalibrationExecutor::WeightFill copy_from(const std::vector<std::vector<float>>& ws) {
+  return [&ws](size_t i, std::span<float> out) {
+    ASSERT_EQ(out.size(), ws[i].size());
+    std::copy(ws[i].begin(), ws[i].end(), out.begin());
+  };
+}
+
 }  // namespace
 
 TEST(QuantExecutor, ResumedPiecesEqualPiecesFromTheLayerStart) {
@@ -79,7 +87,7 @@ TEST(QuantExecutor, ResumedPiecesEqualPiecesFromTheLayerStart) {
     // here, one weight at a time on `fresh` (the two must give the same values).
     std::vector<std::vector<float>> ws;
     for (const auto& n : groups[g]) ws.push_back(perturbed(resumed.weight(layer, n)));
-    resumed.set_weights(layer, groups[g], ws);
+    resumed.set_weights(layer, groups[g], copy_from(ws));
   }
   // Advancing resumes at the last cut: the layer output equals a from-start advance.
   resumed.run_layer(layer, {}, true);
@@ -132,7 +140,7 @@ TEST(QuantExecutor, SetWeightsDropsTheCutWhenAnyWeightIsBeforeIt) {
   e.observe_group(0, 1, recorder(before));
   const std::vector<std::string> names{"self_attn.o_proj", "self_attn.v_proj"};
   const std::vector<std::vector<float>> ws{perturbed(e.weight(0, names[0])), perturbed(e.weight(0, names[1]))};
-  e.set_weights(0, names, ws);
+  e.set_weights(0, names, copy_from(ws));
   e.observe_group(0, 1, recorder(after));
   tools::EngineCalibrationExecutor f(tiny(), seqs, 96, 2, 2);
   f.set_weight(0, names[0], ws[0]);

@@ -42,10 +42,9 @@ TEST(WeightStore, LazyConvertsOnFirstUseAndEqualsEager) {
   EXPECT_EQ(lazy->loaded(), lazy->size());
 }
 
-// replace() taking the array: a weight never read and one already converted both end up with
-// the new values (the lazy one without loading the old ones); a wrong size throws and changes
-// nothing.
-TEST(WeightStore, ReplaceTakingTheArray) {
+// overwrite(): the weight's own array, written in place. A weight never read gets an array
+// without loading the old values; one already converted is written where data() points.
+TEST(WeightStore, OverwriteWritesTheOwnArrayInPlace) {
   const auto cfg = models::load_model_config(test::tiny_model_dir());
   std::shared_ptr<const models::Checkpoint> ckpt = models::Checkpoint::open(test::tiny_model_dir());
   auto p = plan::build_reference_plan(cfg, *ckpt);
@@ -53,16 +52,18 @@ TEST(WeightStore, ReplaceTakingTheArray) {
   const int e = lazy->find("embed_tokens.weight"), n = lazy->find("norm.weight");
   ASSERT_GE(e, 0);
   ASSERT_GE(n, 0);
-  const float old = lazy->data(n)[0];
-  std::vector<float> twos(lazy->numel(e), 2.0f), threes(lazy->numel(n), 3.0f);
-  const float* moved = twos.data();
-  lazy->replace(e, std::move(twos));
-  EXPECT_EQ(lazy->data(e), moved);  // the array itself, no copy
+  const float* converted = lazy->data(n);
+  EXPECT_EQ(lazy->loaded(), 1);
+  const std::span<float> we = lazy->overwrite(e);
+  ASSERT_EQ(we.size(), lazy->numel(e));
+  EXPECT_EQ(lazy->loaded(), 2);  // counted as there, its checkpoint values never converted
+  std::fill(we.begin(), we.end(), 2.0f);
+  EXPECT_EQ(lazy->data(e), we.data());
   EXPECT_EQ(lazy->data(e)[lazy->numel(e) - 1], 2.0f);
-  EXPECT_EQ(lazy->loaded(), 2);
-  EXPECT_THROW(lazy->replace(n, std::vector<float>(3, 1.0f)), Error);
-  EXPECT_EQ(lazy->data(n)[0], old);
-  lazy->replace(n, std::move(threes));
+  EXPECT_TRUE(lazy->checkpoint_bf16(e).empty());
+  const std::span<float> wn = lazy->overwrite(n);
+  EXPECT_EQ(wn.data(), converted) << "in place, not a new array";
+  std::fill(wn.begin(), wn.end(), 3.0f);
   EXPECT_EQ(lazy->data(n)[lazy->numel(n) - 1], 3.0f);
 }
 

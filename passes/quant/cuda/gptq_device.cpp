@@ -98,13 +98,13 @@ struct DeviceHessian::Impl {
     GptqDevice::Impl::release_all(H, U, dead, perm);
   }
   size_t nn() const { return size_t(n) * size_t(n); }
-  // Checks an add() of `rows` rows with leading dimension `ld` and readies the Gram partial;
-  // false when there is nothing to add.
-  bool begin_add(int64_t nrows, int64_t ld) {
+  // Checks an add() of `rows` rows with leading dimension `ld` and readies the Gram partial
+  // (`partial`: the fp32 path sums into it before adding to H); false when there is nothing to add.
+  bool begin_add(int64_t nrows, int64_t ld, bool partial) {
     if (!H) throw Error("gptq (cuda): Hessian already prepared; add() after prepare()");
     if (nrows <= 0) return false;
     if (ld < n) throw Error("gptq: Hessian input has leading dimension " + std::to_string(ld) + " < " + std::to_string(n));
-    dev.ensure(dev.partial, dev.partial_cap, nn(), "Gram partial");
+    if (partial) dev.ensure(dev.partial, dev.partial_cap, nn(), "Gram partial");
     return true;
   }
 };
@@ -122,7 +122,7 @@ int64_t DeviceHessian::rows() const { return p_->rows; }
 bool DeviceHessian::prepared() const { return p_->U != nullptr; }
 
 void DeviceHessian::add(const float* x, int64_t rows, int64_t ld) {
-  if (!p_->begin_add(rows, ld)) return;
+  if (!p_->begin_add(rows, ld, /*partial=*/true)) return;
   Impl& h = *p_;
   GptqDevice::Impl& d = h.dev;
   d.ensure(d.xs, d.xs_cap, size_t(kStageRows) * size_t(h.n), "staged calibration rows");
@@ -144,14 +144,13 @@ void DeviceHessian::add(const float* x, int64_t rows, int64_t ld) {
 }
 
 void DeviceHessian::add_device_bf16(const void* x, int64_t rows, int64_t ld) {
-  if (!p_->begin_add(rows, ld)) return;
+  if (!p_->begin_add(rows, ld, /*partial=*/false)) return;
   Impl& h = *p_;
   GptqDevice::Impl& d = h.dev;
   const auto* xb = static_cast<const uint16_t*>(x);
   for (int64_t r0 = 0; r0 < rows; r0 += kRowsPerPartial) {
     const int64_t nr = std::min(kRowsPerPartial, rows - r0);
-    ok(cuda::gptq_gram_upper_bf16(xb + r0 * ld, nr, h.n, ld, d.partial, d.stream), "Gram kernel");
-    ok(cuda::gptq_hessian_add(d.partial, h.n, h.H, d.stream), "Hessian update");
+    ok(cuda::gptq_gram_add_bf16(xb + r0 * ld, nr, h.n, ld, h.H, d.stream), "Hessian update");
   }
   d.sync("Hessian update");  // the time is the Hessian's, not the next forward step's
   h.rows += rows;
@@ -297,7 +296,7 @@ GptqSolved DeviceHessian::solve(const float* w, int64_t out, int group, bool sym
     float* wdev = take(d.alloc<float>(size_t(out * n), "weights (" + what + ")"));
     a.w = wdev;
     a.wd = take(d.alloc<double>(size_t(out * n), "float64 weights (" + what + ")"));
-    a.err = take(d.alloc<double>(size_t(out * block), "block errors"));
+    a.err = take(d.alloc<double>(size_t(out) * cuda::kSolveErrBlocks * size_t(block), "block errors"));
     a.codes = take(d.alloc<uint8_t>(size_t(out * padded), "codes"));
     a.scales = take(d.alloc<float>(size_t(out * ng), "scales"));
     a.zeros = take(d.alloc<uint8_t>(size_t(out * ng), "zero points"));

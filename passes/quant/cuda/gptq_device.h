@@ -56,7 +56,7 @@ class DeviceHessian {
   void add(const float* x, int64_t rows, int64_t ld);
   // The same from bf16 rows already in device memory (x [rows, ld], on the device's stream), on
   // the tensor cores: each partial is the exact XᵀX of its rows up to fp32 summation error
-  // (cuda::gptq_gram_upper_bf16), not add()'s fma chain.
+  // (cuda::gptq_gram_add_bf16), not add()'s fma chain; needs no n² fp32 partial.
   void add_device_bf16(const void* x, int64_t rows, int64_t ld);
   std::vector<double> hessian() const;  // H (before prepare)
   void set_hessian(const std::vector<double>& H, int64_t rows);

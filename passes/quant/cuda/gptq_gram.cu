@@ -1,7 +1,6 @@
 // GPTQ Hessians on the device (gptq_kernels.cuh): the Gram of the calibration rows (fp32 FMA
 // chains from host rows, tensor cores from the forward's bf16 rows), its float64 sum, dead columns.
 #include <cuda_bf16.h>
-#include <mma.h>
 
 #include <cstdint>
 
@@ -75,105 +74,140 @@ __global__ void __launch_bounds__(256) gram_kernel(const float* __restrict__ X, 
   }
 }
 
-// ---- Gram on the tensor cores (bf16 rows): partial = XᵀX, 128×128 tiles on and above the diagonal ----
-// A bf16 × bf16 product is exact in fp32 (8 + 8 significant bits); the MMA sums the products in
-// fp32 in its own order, so the partial is the exact Gram up to fp32 summation error (not the fma
-// chain of gram_kernel). 8 warps, warp w owns rows (w / 4)·64 … +64 and columns (w % 4)·32 … +32
-// of the tile: 4 × 2 accumulator fragments. X is staged kTcK rows at a time, double-buffered in
-// shared memory (the next stage's loads are in registers while the current one multiplies).
-// Rows past `rows` and columns past n load as 0 and add exact zeros.
-namespace wmma = nvcuda::wmma;
-constexpr int kTcK = 32;           // rows of X per stage
-constexpr int kTcLd = 128 + 8;     // shared row length in bf16 (16-byte multiple; staggers the banks)
+// ---- Hessian update on the tensor cores (bf16 rows): H += 2·double(XᵀX), 128×128 tiles on and
+// above the diagonal ----
+// A bf16 × bf16 product is exact in fp32 (8 + 8 significant bits); mma.sync.m16n8k16 sums the
+// products in fp32 in its own order, so each tile's partial is the exact Gram up to fp32
+// summation error. 8 warps, warp w owns rows (w / 4)·64 … +64 and columns (w % 4)·32 … +32 of the
+// tile (4 × 4 fragments). X streams through kGramStages shared-memory stages of kGramK rows by
+// 16-byte cp.async (zero-filled past `rows` and n); both operands are Xᵀ-by-X views of the same
+// [row][column] layout, read with ldmatrix.trans. Rows that are not 16-byte aligned (`vec`
+// false) take synchronous scalar loads into the same layout. The epilogue adds 2·double(partial)
+// of each entry (i ≤ j) to H[i, j] and H[j, i] — one value for both, so H stays exactly symmetric
+// — through a per-warp shared staging slab, coalesced both ways.
+constexpr int kGramK = 32;          // rows of X per stage
+constexpr int kGramStages = 3;
+constexpr int kGramLd = 128 + 8;    // stage row length in bf16: 272 bytes, ldmatrix rows hit 8 bank groups
+constexpr int kGramStage = 2 * kGramK * kGramLd;  // bf16: the i-tile's and the j-tile's columns
+constexpr int kSlabLd = 32 + 4;     // epilogue slab row length (floats)
+constexpr size_t kGramSmem = size_t(kGramStages) * kGramStage * 2;
+static_assert(8 * 16 * kSlabLd * 4 <= kGramSmem, "the epilogue slabs fit the stages' memory");
 
-struct TcStage {
-  uint4 a[2], b[2];  // 2 × 8 bf16 of the i-tile and of the j-tile
-};
-
-__device__ __forceinline__ uint4 load8(const __nv_bfloat16* __restrict__ X, int64_t r, int64_t c, int64_t rows,
-                                       int64_t n, int64_t ld, bool vec) {
-  if (r >= rows || c >= n) return make_uint4(0, 0, 0, 0);
-  const __nv_bfloat16* p = X + r * ld + c;
-  if (vec && c + 8 <= n) return *reinterpret_cast<const uint4*>(p);
-  __align__(16) __nv_bfloat16 v[8];
-#pragma unroll
-  for (int e = 0; e < 8; ++e) v[e] = c + e < n ? p[e] : __float2bfloat16(0.f);
-  return *reinterpret_cast<const uint4*>(v);
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, int bytes) {
+  const unsigned s = unsigned(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(bytes));
 }
 
-__global__ void __launch_bounds__(256) gram_tc_kernel(const __nv_bfloat16* __restrict__ X, int64_t rows, int64_t n,
-                                                      int64_t ld, bool vec, float* __restrict__ P) {
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const __nv_bfloat16* p) {
+  const unsigned s = unsigned(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+}
+
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__global__ void __launch_bounds__(256) gram_add_tc_kernel(const __nv_bfloat16* __restrict__ X, int64_t rows,
+                                                          int64_t n, int64_t ld, bool vec, double* __restrict__ H) {
   const int bi = blockIdx.y, bj = blockIdx.x;
   if (bj < bi) return;
   const int64_t i0 = int64_t(bi) * 128, j0 = int64_t(bj) * 128;
-  __shared__ __align__(32) __nv_bfloat16 As[2][kTcK][kTcLd];
-  __shared__ __align__(32) __nv_bfloat16 Bs[2][kTcK][kTcLd];
-  __shared__ __align__(32) float out[8][16 * 16];
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, wm = warp / 4, wn = warp % 4;
+  extern __shared__ __align__(16) __nv_bfloat16 gsm[];
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, wm = warp >> 2, wn = warp & 3;
 
-  // Thread t stages the 8-element units t and t + 256 of the 32 × 128 tile: row u / 16, column (u % 16)·8.
-  auto fetch = [&](int64_t k0, TcStage& st) {
+  // Stage loads: 2 × 512 chunks of 8 bf16 (row u / 16, columns (u % 16)·8) per operand.
+  auto load_stage = [&](int slot, int64_t r0) {
+    __nv_bfloat16* S = gsm + slot * kGramStage;
 #pragma unroll
-    for (int q = 0; q < 2; ++q) {
-      const int u = tid + 256 * q, kk = u / 16, c = (u % 16) * 8;
-      st.a[q] = load8(X, k0 + kk, i0 + c, rows, n, ld, vec);
-      st.b[q] = load8(X, k0 + kk, j0 + c, rows, n, ld, vec);
+    for (int half = 0; half < 2; ++half) {  // 0: the i-tile's columns, 1: the j-tile's
+      const int64_t c0 = half ? j0 : i0;
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        const int u = tid + 256 * q, kk = u >> 4, c = (u & 15) * 8;
+        __nv_bfloat16* dst = S + (half * kGramK + kk) * kGramLd + c;
+        const int64_t r = r0 + kk, col = c0 + c;
+        if (vec) {
+          const int64_t left = r < rows ? n - col : 0;
+          const int bytes = left <= 0 ? 0 : left >= 8 ? 16 : int(left) * 2;
+          cp_async16(dst, bytes ? X + r * ld + col : X, bytes);
+        } else {
+#pragma unroll
+          for (int e = 0; e < 8; ++e)
+            dst[e] = r < rows && col + e < n ? X[r * ld + col + e] : __float2bfloat16(0.f);
+        }
+      }
     }
   };
-  auto store = [&](int buf, const TcStage& st) {
-#pragma unroll
-    for (int q = 0; q < 2; ++q) {
-      const int u = tid + 256 * q, kk = u / 16, c = (u % 16) * 8;
-      *reinterpret_cast<uint4*>(&As[buf][kk][c]) = st.a[q];
-      *reinterpret_cast<uint4*>(&Bs[buf][kk][c]) = st.b[q];
-    }
-  };
 
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[4][2];
+  float acc[4][4][4] = {};
+  const int ktiles = int((rows + kGramK - 1) / kGramK);
 #pragma unroll
-  for (int f = 0; f < 4; ++f)
+  for (int s = 0; s < kGramStages - 1; ++s) {
+    if (s < ktiles) load_stage(s, int64_t(s) * kGramK);
+    asm volatile("cp.async.commit_group;\n" ::);
+  }
+  // ldmatrix row addresses: lane L feeds row L % 8 of matrix L / 8.
+  const int lq = lane >> 3, lr = lane & 7;
+  for (int kt = 0; kt < ktiles; ++kt) {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(kGramStages - 2));
+    __syncthreads();  // stage kt landed for every thread; stage kt − 1's slot is free
+    const int next = kt + kGramStages - 1;
+    if (next < ktiles) load_stage(next % kGramStages, int64_t(next) * kGramK);
+    asm volatile("cp.async.commit_group;\n" ::);
+    const __nv_bfloat16* Si = gsm + (kt % kGramStages) * kGramStage;
+    const __nv_bfloat16* Sj = Si + kGramK * kGramLd;
 #pragma unroll
-    for (int g = 0; g < 2; ++g) wmma::fill_fragment(acc[f][g], 0.f);
-
-  TcStage st;
-  fetch(0, st);
-  store(0, st);
-  __syncthreads();
-  int cur = 0;
-  for (int64_t k0 = 0; k0 < rows; k0 += kTcK) {
-    const bool more = k0 + kTcK < rows;
-    if (more) fetch(k0 + kTcK, st);
+    for (int kk = 0; kk < kGramK; kk += 16) {
+      // A (m = column i, k = row): matrices (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15).
+      uint32_t a[4][4];
 #pragma unroll
-    for (int kk = 0; kk < kTcK; kk += 16) {
-      // A = Xᵀ: element (m, k) at As[k][m], i.e. column-major with ld kTcLd; B = X row-major.
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::col_major> a[4];
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> b[2];
+      for (int f = 0; f < 4; ++f)
+        ldmatrix_x4_trans(a[f], Si + (kk + lr + 8 * (lq >> 1)) * kGramLd + wm * 64 + f * 16 + 8 * (lq & 1));
+      // B (k = row, n = column j): matrices (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15).
+      uint32_t b[2][4];
 #pragma unroll
-      for (int f = 0; f < 4; ++f) wmma::load_matrix_sync(a[f], &As[cur][kk][wm * 64 + f * 16], kTcLd);
-#pragma unroll
-      for (int g = 0; g < 2; ++g) wmma::load_matrix_sync(b[g], &Bs[cur][kk][wn * 32 + g * 16], kTcLd);
+      for (int g = 0; g < 2; ++g)
+        ldmatrix_x4_trans(b[g], Sj + (kk + lr + 8 * (lq & 1)) * kGramLd + wn * 32 + g * 16 + 8 * (lq >> 1));
 #pragma unroll
       for (int f = 0; f < 4; ++f)
 #pragma unroll
-        for (int g = 0; g < 2; ++g) wmma::mma_sync(acc[f][g], a[f], b[g], acc[f][g]);
+        for (int j = 0; j < 4; ++j) mma_bf16(acc[f][j], a[f], b[j >> 1][2 * (j & 1)], b[j >> 1][2 * (j & 1) + 1]);
     }
-    // The other buffer was last read before the previous barrier: storing into it is safe.
-    if (more) store(cur ^ 1, st);
-    __syncthreads();
-    cur ^= 1;
   }
+  asm volatile("cp.async.wait_group 0;\n" ::);
+  __syncthreads();  // the stages' memory becomes the epilogue slabs
+
+  float* slab = reinterpret_cast<float*>(gsm) + warp * 16 * kSlabLd;
+  const int g = lane >> 2, t = lane & 3;
 #pragma unroll
-  for (int f = 0; f < 4; ++f)
+  for (int f = 0; f < 4; ++f) {
 #pragma unroll
-    for (int g = 0; g < 2; ++g) {
-      wmma::store_matrix_sync(out[warp], acc[f][g], 16, wmma::mem_row_major);
-      __syncwarp();
-      for (int e = lane; e < 256; e += 32) {
-        const int64_t r = i0 + wm * 64 + f * 16 + e / 16, c = j0 + wn * 32 + g * 16 + e % 16;
-        if (r < n && c < n) P[r * n + c] = out[warp][e];
-      }
-      __syncwarp();
+    for (int j = 0; j < 4; ++j) {
+      slab[g * kSlabLd + j * 8 + 2 * t] = acc[f][j][0];
+      slab[g * kSlabLd + j * 8 + 2 * t + 1] = acc[f][j][1];
+      slab[(g + 8) * kSlabLd + j * 8 + 2 * t] = acc[f][j][2];
+      slab[(g + 8) * kSlabLd + j * 8 + 2 * t + 1] = acc[f][j][3];
     }
+    __syncwarp();
+    const int64_t r0 = i0 + wm * 64 + f * 16, c0 = j0 + wn * 32;
+    for (int e = lane; e < 16 * 32; e += 32) {  // H[r, c], r ≤ c: a warp covers one row's 32 columns
+      const int64_t r = r0 + e / 32, c = c0 + e % 32;
+      if (r < n && c < n && r <= c)
+        H[r * n + c] = __dadd_rn(H[r * n + c], __dmul_rn(2.0, double(slab[(e / 32) * kSlabLd + e % 32])));
+    }
+    for (int e = lane; e < 16 * 32; e += 32) {  // H[c, r], r < c: 16 consecutive columns r per row c
+      const int64_t c = c0 + e / 16, r = r0 + e % 16;
+      if (r < n && c < n && r < c)
+        H[c * n + r] = __dadd_rn(H[c * n + r], __dmul_rn(2.0, double(slab[(e % 16) * kSlabLd + e / 16])));
+    }
+    __syncwarp();
+  }
 }
 
 __global__ void hessian_add_kernel(const float* __restrict__ P, int64_t n, double* __restrict__ H) {
@@ -203,11 +237,15 @@ cudaError_t gptq_gram_upper(const float* X, int64_t rows, int64_t n, int64_t ld,
   return cudaGetLastError();
 }
 
-cudaError_t gptq_gram_upper_bf16(const void* X, int64_t rows, int64_t n, int64_t ld, float* partial, cudaStream_t s) {
-  if (n <= 0) return cudaSuccess;
+cudaError_t gptq_gram_add_bf16(const void* X, int64_t rows, int64_t n, int64_t ld, double* H, cudaStream_t s) {
+  if (n <= 0 || rows <= 0) return cudaSuccess;
   const unsigned nt = unsigned(cdiv(n, 128));
   const bool vec = reinterpret_cast<uintptr_t>(X) % 16 == 0 && ld % 8 == 0;
-  gram_tc_kernel<<<dim3(nt, nt), 256, 0, s>>>(static_cast<const __nv_bfloat16*>(X), rows, n, ld, vec, partial);
+  if (cudaError_t e =
+          cudaFuncSetAttribute(gram_add_tc_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kGramSmem));
+      e != cudaSuccess)
+    return e;
+  gram_add_tc_kernel<<<dim3(nt, nt), 256, kGramSmem, s>>>(static_cast<const __nv_bfloat16*>(X), rows, n, ld, vec, H);
   return cudaGetLastError();
 }
 

@@ -2,8 +2,9 @@
 // implementation (passes/quant/gptq.cpp) is the reference; these kernels do the same arithmetic:
 //   gram        from host fp32 rows: one fp32 FMA chain per element over the rows in order (the
 //               bits of the host's FMA GEMM tiles); from device bf16 rows (the forward's own
-//               activations): tensor cores, exact products and fp32 sums; either way
-//               H += 2·double(partial) per ≤ 8192 rows as the host accumulator does;
+//               activations): tensor cores, exact products and fp32 sums added to H in the
+//               same kernel; either way H += 2·double(partial) per ≤ 8192 rows as the host
+//               accumulator does;
 //   factor      H⁻¹'s upper Cholesky factor U by the host's route (J·P·H·P·J + damp·I = L·Lᵀ,
 //               U = J·L⁻¹·J), blocked in fp64 with the GEMMs on the fp64 tensor cores (rounding
 //               differs from the unblocked host loops);
@@ -28,10 +29,11 @@ namespace g4c::cuda {
 cudaError_t gptq_gram_upper(const float* X, int64_t rows, int64_t n, int64_t ld, float* partial, bool accumulate,
                             cudaStream_t s);
 
-// The same Gram tiles from bf16 rows (X [rows, ld] __nv_bfloat16), from 0, on the tensor cores:
-// each product is exact in fp32 and the sums are fp32 in the MMA's order, so an entry is within
-// fp32 summation error of the exact Σ X[r, i]·X[r, j] (no longer the fma chain of the fp32 rows).
-cudaError_t gptq_gram_upper_bf16(const void* X, int64_t rows, int64_t n, int64_t ld, float* partial, cudaStream_t s);
+// H[i, j] += 2·double(partial[min(i, j), max(i, j)]) for all i, j, where partial is the Gram of
+// the bf16 rows X [rows, ld] (__nv_bfloat16) on the tensor cores: each product is exact in fp32
+// and the sums are fp32 in the MMA's order, so an entry is within fp32 summation error of the
+// exact Σ X[r, i]·X[r, j] (no longer the fma chain of the fp32 rows). One call per ≤ 8192 rows.
+cudaError_t gptq_gram_add_bf16(const void* X, int64_t rows, int64_t n, int64_t ld, double* H, cudaStream_t s);
 
 // H[i, j] += 2·double(partial[min(i, j), max(i, j)]) for all i, j (the host's symmetric fill).
 cudaError_t gptq_hessian_add(const float* partial, int64_t n, double* H, cudaStream_t s);
@@ -68,12 +70,16 @@ struct GptqSolveArgs {
   const int64_t* perm = nullptr;  // [n] act_order column order (null otherwise)
   const double* U = nullptr;      // [n, n] upper Cholesky factor of H⁻¹ (in perm order)
   double* wd = nullptr;           // [out, n] scratch: the weights being solved
-  double* err = nullptr;          // [out, block] scratch: the block's scaled errors
+  double* err = nullptr;          // [out, kSolveErrBlocks·block] scratch: the scaled errors of a superblock
   uint8_t* codes = nullptr;       // [out, padded_in] out; padding columns hold the zero point
   float* scales = nullptr;        // [out, padded_in / group] out (fp16 values)
   uint8_t* zeros = nullptr;       // [out, padded_in / group] out
   double* row_loss = nullptr;     // [out] out: Σ err² / d² / 2 over the row's columns, in order
 };
+
+// The errors of kSolveErrBlocks column blocks update the columns after them in one GEMM (the
+// columns inside the superblock are updated after each block, as they are solved next).
+constexpr int kSolveErrBlocks = 4;
 
 // The whole blocked GPTQ solve of one Linear (several kernels on `s`).
 cudaError_t gptq_solve(const GptqSolveArgs& a, cudaStream_t s);

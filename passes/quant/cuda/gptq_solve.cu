@@ -218,7 +218,7 @@ __global__ void __launch_bounds__(1024) solve_block_kernel(GptqSolveArgs a, int6
       }
       if (lane == 0) {
         a.codes[o * a.padded_in + col] = uint8_t(code);
-        a.err[o * a.block + t] = e;
+        a.err[o * kSolveErrBlocks * a.block + i1 % (kSolveErrBlocks * a.block) + t] = e;
       }
     }
   }
@@ -275,10 +275,16 @@ cudaError_t gptq_solve(const GptqSolveArgs& a, cudaStream_t s) {
       default: e = launch_block<4>(a, i1, bw, s); break;
     }
     if (e != cudaSuccess) return e;
+    // The rest of this superblock now (its columns are solved next), the columns after it from
+    // all of its errors at once when its last block is done: the same products, fewer passes over wd.
+    const int64_t S = int64_t(kSolveErrBlocks) * a.block, s0 = i1 / S * S, s_end = s0 + S < a.n ? s0 + S : a.n;
     const int64_t i2 = i1 + bw;
-    if (i2 < a.n &&
-        (e = dgemm<false, false>(a.out, a.n - i2, bw, a.err, a.block, a.U + i1 * a.n + i2, a.n, a.wd + i2, a.n,
-                                       -1.0, 1.0, s)) != cudaSuccess)
+    if (i2 < s_end && (e = dgemm<false, false>(a.out, s_end - i2, bw, a.err + (i1 - s0), S, a.U + i1 * a.n + i2, a.n,
+                                               a.wd + i2, a.n, -1.0, 1.0, s)) != cudaSuccess)
+      return e;
+    if (i2 == s_end && s_end < a.n &&
+        (e = dgemm<false, false>(a.out, a.n - s_end, s_end - s0, a.err, S, a.U + s0 * a.n + s_end, a.n, a.wd + s_end,
+                                 a.n, -1.0, 1.0, s)) != cudaSuccess)
       return e;
   }
   if (a.padded_in > a.n) {
