@@ -41,6 +41,7 @@
 #include "tools/cli.h"
 #include "tools/quant_executor.h"
 #include "tools/quant_gpu.h"
+#include "tools/quant_writer.h"
 
 namespace g4c::cli {
 
@@ -79,23 +80,6 @@ std::vector<float> tensor_f32(const models::Checkpoint& ck, const std::string& n
     default: throw Error("quantize: " + name + " in " + v.info->file + " is not BF16/F16/F32");
   }
   return w;
-}
-
-// `values` in the checkpoint dtype `dt` (the folds round norm weights to it: exact for BF16/F16).
-std::vector<uint8_t> encode_tensor(const std::vector<float>& values, DType dt, const std::string& name) {
-  std::vector<uint8_t> out;
-  if (dt == DType::F32) {
-    out.resize(values.size() * 4);
-    std::memcpy(out.data(), values.data(), out.size());
-    return out;
-  }
-  if (dt != DType::BF16 && dt != DType::F16) throw Error("quantize: " + name + " is not BF16/F16/F32");
-  out.resize(values.size() * 2);
-  for (size_t i = 0; i < values.size(); ++i) {
-    const uint16_t u = dt == DType::BF16 ? f32_to_bf16(values[i]) : f32_to_f16(values[i]);
-    std::memcpy(out.data() + 2 * i, &u, 2);
-  }
-  return out;
 }
 
 std::vector<std::vector<int32_t>> calibration_set(const QuantArgs& a, const models::Tokenizer& tok) {
@@ -176,7 +160,9 @@ void run_quantize(const QuantArgs& a) {
   st.lap("open_model");
 
   quant::QuantSpec spec{a.group, sym};
-  std::map<std::string, quant::QuantizedLinear> qs;  // by Linear name
+  // The output: each tensor as soon as it is known (on the writer's thread).
+  QuantCheckpointWriter writer(dst, *ck, shapes, models::int4::Params{a.group, sym, DType::F16}, a.fake_quant);
+  size_t quantized = 0;  // Linears handed to the writer
   nlohmann::json layers_meta = nlohmann::json::array();
   nlohmann::json calib_meta;
   quant::GptqTimings timings;
@@ -240,7 +226,8 @@ void run_quantize(const QuantArgs& a) {
                  uint64_t(cfg.num_layers));
     opt.on_linear = [&](const quant::LinearReport& r, const quant::QuantizedLinear& q) {
       const std::string name = "layers." + std::to_string(r.layer) + "." + r.name;
-      qs[name] = q;
+      writer.linear(name, q);
+      ++quantized;
       layers_meta.push_back({{"name", name}, {"out_features", r.out}, {"in_features", r.in},
                              {"dead_columns", r.dead_columns}, {"predicted_loss", r.predicted_loss},
                              {"calibration_rows", r.calibration_rows}, {"seconds", r.seconds}});
@@ -298,6 +285,7 @@ void run_quantize(const QuantArgs& a) {
       if (mlir::failed(awq_pm.run(*module))) throw Error("quantize: the g4-awq-scale pass failed on " + a.model);
       st.lap("awq_pass");
     }
+    writer.others(rewritten);  // the folds are done: every tensor but the Linears is final
     if (a.method == "gptq") {
       mlir::PassManager pm(&ctx);
       pm.addPass(passes::createGptqPass({exec.get(), opt}));
@@ -308,12 +296,14 @@ void run_quantize(const QuantArgs& a) {
   }  // the pass, the GPU stores and the Engine (its device memory) go here
   if (a.method == "gptq" || a.awq) st.lap("executor_teardown");
   if (a.method == "rtn") {
+    if (!a.awq) writer.others(rewritten);
     Progress bar("rtn " + std::to_string(shapes.size()) + " linears", shapes.size());
     for (const auto& s : shapes) {
       auto t = std::chrono::steady_clock::now();
       auto r = rewritten.find(s.name + ".weight");
       const std::vector<float> w = r != rewritten.end() ? r->second : tensor_f32(*ck, s.name + ".weight");
-      qs[s.name] = quant::quantize_rtn(w.data(), s.out, s.in, spec, clip);
+      writer.linear(s.name, quant::quantize_rtn(w.data(), s.out, s.in, spec, clip));
+      ++quantized;
       layers_meta.push_back({{"name", s.name}, {"out_features", s.out}, {"in_features", s.in},
                              {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count()}});
       bar.add(1);
@@ -321,45 +311,9 @@ void run_quantize(const QuantArgs& a) {
     st.lap("rtn");
   }
 
-  // ---- write the checkpoint ----
-  fs::create_directories(dst);
+  // The rest of the queue (the last layer's Linears), then the files' end and the index.
+  const models::Manifest man = writer.finish(a.method);
   copy_side_files(src, dst);
-  models::Manifest man;
-  man.method_name = a.method;
-  man.method_version = "1";
-  const models::int4::Params params{a.group, sym, DType::F16};
-  models::SafetensorsWriter wr(dst, "", 2ull << 30);
-  for (const std::string& name : ck->names()) {
-    const models::TensorInfo& info = ck->info(name);
-    auto it = by_weight.find(name);
-    if (it == by_weight.end()) {  // embedding, norms, layer_scalar: unchanged unless AWQ folded into them
-      if (auto r = rewritten.find(name); r != rewritten.end()) {
-        const std::vector<uint8_t> bytes = encode_tensor(r->second, info.dtype, name);
-        wr.add(info.name, info.dtype, info.shape, bytes);
-      } else {
-        wr.add(info.name, info.dtype, info.shape, ck->get(name).bytes());
-      }
-      continue;
-    }
-    const models::LinearShape& s = *it->second;
-    const quant::QuantizedLinear& q = qs.at(s.name);
-    if (a.fake_quant) {
-      const std::vector<float> deq = q.dequantized();
-      wr.add(info.name, DType::F32, {s.out, s.in},
-             {reinterpret_cast<const uint8_t*>(deq.data()), deq.size() * sizeof(float)});
-      continue;
-    }
-    models::QuantModule m = models::QuantModule::make(s.name, s.out, s.in, params);
-    const std::vector<uint8_t> packed = models::int4::pack_codes(q.codes, q.out, q.padded_in);
-    std::vector<uint16_t> scales(q.scales.size());
-    for (size_t i = 0; i < scales.size(); ++i) scales[i] = f32_to_f16(q.scales[i]);  // exact: already fp16 values
-    wr.add(m.qweight_key, DType::U8, {q.out, q.padded_in / 2}, packed);
-    wr.add(m.scales_key, DType::F16, {q.out, q.groups()},
-           {reinterpret_cast<const uint8_t*>(scales.data()), scales.size() * 2});
-    if (!sym) wr.add(m.zeros_key, DType::U8, {q.out, q.groups()}, q.zeros);
-    man.add(std::move(m));
-  }
-  wr.finish();
   st.lap("write_checkpoint");
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   nlohmann::json qc = a.fake_quant ? nlohmann::json::object() : models::quantization_config_json(man);
@@ -414,7 +368,7 @@ void run_quantize(const QuantArgs& a) {
   for (const auto& l : layers_meta)
     if (l.contains("predicted_loss")) loss += l["predicted_loss"].get<double>();
   std::fprintf(stderr, "quantize: %s %s g%d, %zu linears in %.1f s%s -> %s\n", a.method.c_str(), sym ? "sym" : "asym",
-               a.group, qs.size(), secs,
+               a.group, quantized, secs,
                a.method == "gptq" ? (", total GPTQ objective " + std::to_string(loss)).c_str() : "",
                a.output.c_str());
   std::string line;
