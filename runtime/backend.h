@@ -88,6 +88,11 @@ class Backend {
   // backend keeps it elsewhere or in another type.
   virtual const void* device_value_bf16(int /*value*/, int* /*rows*/) const { return nullptr; }
 
+  // True when the backend computes only from its own copies of the weights (made at prepare and
+  // weights_updated) and never reads the store's values again: the engine may then free them
+  // (Engine::release_host_weights). The CPU backend computes from the store.
+  virtual bool keeps_weight_copies() const { return false; }
+
   // The weight store's data for `weights` changed (WeightStore::replace). One call for the
   // weights replaced together, so a backend that packs several into one buffer rebuilds it once.
   virtual void weights_updated(std::span<const int> weights) = 0;

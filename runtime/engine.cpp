@@ -342,4 +342,16 @@ void Engine::rewrite_weights(std::span<const std::string> names, const WeightFil
   backend_->weights_updated(ids);
 }
 
+bool Engine::release_host_weights(std::span<const std::string> names) {
+  if (!backend_->keeps_weight_copies()) return false;
+  std::vector<int> ids;
+  for (const std::string& name : names) {
+    const int id = weights_->find(name);
+    if (id < 0) throw Error("release_host_weights: the plan has no weight " + name);
+    ids.push_back(id);
+  }
+  for (const int id : ids) weights_->release(id);
+  return true;
+}
+
 }  // namespace g4c::runtime

@@ -143,6 +143,10 @@ class Engine {
   // array `out` in the weight store (no copies, no allocation); the backend then rebuilds once.
   using WeightFill = std::function<void(size_t i, std::span<float> out)>;
   void rewrite_weights(std::span<const std::string> names, const WeightFill& fill);
+  // Frees the host values of `names` in the weight store when the backend keeps its own copies
+  // (Backend::keeps_weight_copies: GPTQ's finished layers on the GPU); false (nothing freed)
+  // when the backend computes from the store.
+  bool release_host_weights(std::span<const std::string> names);
 
  private:
   Engine(plan::Plan plan, models::ModelConfig cfg, const EngineOptions& opts);

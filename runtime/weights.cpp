@@ -112,7 +112,7 @@ std::unique_ptr<WeightStore> WeightStore::load_lazy(const plan::Plan& plan,
 }
 
 std::span<const uint16_t> WeightStore::checkpoint_bf16(int id) const {
-  if (!lazy_ || id < 0 || id >= size() || replaced_[size_t(id)]) return {};
+  if (!lazy_ || id < 0 || id >= size() || replaced_[size_t(id)] || released(id)) return {};
   const auto* w = (*plan_)->weights()->Get(id);
   if (w->format() != plan::fb::WeightFormat::Dense) return {};
   auto v = ckpt_->get(w->checkpoint_key()->str());
@@ -175,6 +175,7 @@ void WeightStore::replace(int id, std::span<const float> values) {
 
 std::span<float> WeightStore::overwrite(int id) {
   check_replacement(id, numel(id));
+  if (released(id)) released_error(id);
   if (lazy_) {
     replaced_[size_t(id)] = 1;
     std::call_once(once_[size_t(id)], [&] {  // never converted: an array for the new values only
@@ -183,6 +184,19 @@ std::span<float> WeightStore::overwrite(int id) {
     });
   }
   return data_[id];
+}
+
+void WeightStore::release(int id) {
+  if (id < 0 || id >= size()) throw Error("WeightStore::release: no weight " + std::to_string(id));
+  if (lazy_)  // never loaded later: its values are gone, not the checkpoint's
+    std::call_once(once_[size_t(id)], [&] { done_[size_t(id)].store(true, std::memory_order_release); });
+  if (released_.empty()) released_.assign(data_.size(), 0);
+  released_[size_t(id)] = 1;
+  std::vector<float>().swap(data_[id]);
+}
+
+void WeightStore::released_error(int id) const {
+  throw Error("WeightStore: " + names_[id] + " was released (its values live in the backend only)");
 }
 
 size_t WeightStore::total_bytes() const {

@@ -41,6 +41,7 @@ class WeightStore {
   int size() const { return int(data_.size()); }
   const float* data(int id) const {
     if (lazy_) materialize(id);
+    if (!released_.empty() && released_[size_t(id)]) released_error(id);
     return data_[id].data();
   }
   size_t numel(int id) const;  // from the shape: never loads
@@ -53,6 +54,10 @@ class WeightStore {
   // The weight's own array, to write its new values into in place (no allocation; a lazy store's
   // never-read weight gets an array without loading the old values). data(id) points into it.
   std::span<float> overwrite(int id);
+  // Frees a weight's host values once every consumer holds its own copy (a device backend after
+  // weights_updated: Backend::keeps_weight_copies); data(id) and overwrite(id) then throw.
+  void release(int id);
+  bool released(int id) const { return !released_.empty() && released_[size_t(id)]; }
   // Throws as replace() would for `count` new values of weight `id`; changes nothing.
   void check_replacement(int id, size_t count) const;
   // A lazy store's dense weight that still holds the checkpoint's values (never replace()d)
@@ -65,6 +70,7 @@ class WeightStore {
  private:
   static std::unique_ptr<WeightStore> empty_store(const plan::Plan& plan);
   void materialize(int id) const;
+  [[noreturn]] void released_error(int id) const;
 
   mutable std::vector<std::vector<float>> data_;
   std::vector<std::vector<int64_t>> shapes_;
@@ -76,6 +82,7 @@ class WeightStore {
   mutable std::unique_ptr<std::once_flag[]> once_;
   mutable std::unique_ptr<std::atomic<bool>[]> done_;  // read by loaded() while others convert
   std::vector<char> replaced_;
+  std::vector<char> released_;  // sized on the first release()
 };
 
 }  // namespace g4c::runtime

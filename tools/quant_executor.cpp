@@ -217,6 +217,12 @@ void EngineCalibrationExecutor::set_weights(int layer, std::span<const std::stri
   drop_stale_cut(layer, full);
 }
 
+void EngineCalibrationExecutor::release_weights(int layer, std::span<const std::string> names) {
+  std::vector<std::string> full;
+  for (const std::string& n : names) full.push_back(weight_name(layer, n));
+  engine_->release_host_weights(full);
+}
+
 // Values kept at a cut that a step before it computed with one of these weights are stale.
 void EngineCalibrationExecutor::drop_stale_cut(int layer, std::span<const std::string> weights) {
   if (cut_.layer != layer) return;

@@ -70,6 +70,7 @@ class EngineCalibrationExecutor : public quant::CalibrationExecutor {
   void set_weight(int layer, const std::string& linear, std::span<const float> w) override;
   std::span<const float> weight_view(int layer, const std::string& linear) const override;
   void set_weights(int layer, std::span<const std::string> names, const WeightFill& fill) override;
+  void release_weights(int layer, std::span<const std::string> names) override;
   // The embeddings again (the embedding table is never rewritten), "a" cleared: layer 0 computes
   // its own input norm, later layers read the "a" the layer before them writes.
   void restart() override;

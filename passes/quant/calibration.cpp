@@ -256,6 +256,11 @@ std::vector<LinearReport> gptq_layer(CalibrationExecutor& exec, int layer, const
   exec.run_layer(layer, {}, /*advance=*/true);
   if (opt.reference) opt.reference->run_layer(layer, {}, /*advance=*/true);
   tm.advance_forward = secs(t_advance, clock::now());
+  {  // the layer's Linears are final: a device executor may free their host values
+    std::vector<std::string> names;
+    for (const LinearInfo& li : which) names.push_back(li.name);
+    exec.release_weights(layer, names);
+  }
   if (opt.timings) {
     opt.timings->observe_forward += tm.observe_forward;
     opt.timings->hessian += tm.hessian;

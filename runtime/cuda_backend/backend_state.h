@@ -92,6 +92,9 @@ class CudaBackend final : public runtime::Backend {
   }
   const void* device_value_bf16(int value, int* rows) const override;
   void weights_updated(std::span<const int> weights) override;
+  // Every weight lives in a device buffer or a pinned host image made from the store at prepare()
+  // and weights_updated(); the store is not read afterwards.
+  bool keeps_weight_copies() const override { return true; }
   size_t peak_bytes() const override { return device_->peak_bytes(); }
   runtime::CudaInfo info() const;
   cudaStream_t stream() const { return device_->stream(); }

@@ -133,6 +133,21 @@ TEST(QuantExecutor, ChangingAWeightBeforeTheCutRecomputes) {
 
 // The same through set_weights when only the second weight lies before the cut: o_proj is
 // the cut's own Linear (the kept values stay valid for it), v_proj is read before it.
+// release_weights on the CPU backend (which computes from the store) frees nothing: the
+// weights stay readable and the layer computes as before.
+TEST(QuantExecutor, ReleaseWeightsOnTheCpuKeepsThem) {
+  const auto seqs = sequences();
+  tools::EngineCalibrationExecutor e(tiny(), seqs, 96, 2, 2);
+  Seen before, after;
+  e.observe_group(0, 1, recorder(before));
+  const std::vector<float> w = e.weight(0, "self_attn.o_proj");
+  const std::vector<std::string> names{"self_attn.o_proj", "self_attn.q_proj"};
+  e.release_weights(0, names);
+  EXPECT_EQ(e.weight(0, "self_attn.o_proj"), w);
+  e.observe_group(0, 1, recorder(after));
+  EXPECT_TRUE(before.begin()->second == after.begin()->second);
+}
+
 TEST(QuantExecutor, SetWeightsDropsTheCutWhenAnyWeightIsBeforeIt) {
   const auto seqs = sequences();
   tools::EngineCalibrationExecutor e(tiny(), seqs, 96, 2, 2);

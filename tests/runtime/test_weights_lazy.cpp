@@ -67,6 +67,37 @@ TEST(WeightStore, OverwriteWritesTheOwnArrayInPlace) {
   EXPECT_EQ(lazy->data(n)[lazy->numel(n) - 1], 3.0f);
 }
 
+// release(): the values are gone for good — data() and overwrite() throw naming the weight, the
+// checkpoint's bits are not offered in their place, the shape stays; a never-read weight is
+// never loaded afterwards.
+TEST(WeightStore, ReleasedWeightsAreGoneNotReloaded) {
+  const auto cfg = models::load_model_config(test::tiny_model_dir());
+  std::shared_ptr<const models::Checkpoint> ckpt = models::Checkpoint::open(test::tiny_model_dir());
+  auto p = plan::build_reference_plan(cfg, *ckpt);
+  auto lazy = runtime::WeightStore::load_lazy(p, ckpt);
+  const int q = lazy->find("layers.0.self_attn.q_proj.weight"), k = lazy->find("layers.0.self_attn.k_proj.weight");
+  ASSERT_GE(q, 0);
+  ASSERT_GE(k, 0);
+  const size_t nq = lazy->numel(q);
+  std::fill_n(lazy->overwrite(q).data(), nq, 0.5f);
+  lazy->release(q);
+  lazy->release(k);  // never read
+  EXPECT_TRUE(lazy->released(q));
+  EXPECT_FALSE(lazy->released(lazy->find("norm.weight")));
+  EXPECT_EQ(lazy->numel(q), nq);
+  EXPECT_EQ(lazy->loaded(), 2);
+  EXPECT_THROW(lazy->data(q), Error);
+  EXPECT_THROW(lazy->data(k), Error);
+  EXPECT_THROW(lazy->overwrite(q), Error);
+  EXPECT_TRUE(lazy->checkpoint_bf16(k).empty());
+  try {
+    lazy->data(k);
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("layers.0.self_attn.k_proj.weight"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(lazy->checkpoint_bf16(lazy->find("norm.weight")).empty());  // the others untouched
+}
+
 // checkpoint_bf16: the checkpoint's own BF16 bits of a dense weight of a lazy store (what the
 // CUDA backend uploads without converting), equal to the converted values; none once replaced,
 // none from an eager store.
