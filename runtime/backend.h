@@ -48,6 +48,9 @@ class Backend {
   // Runs program steps [first_step, last_step) on `batch`. With first_step == 0 the values
   // are (re)sized for the batch; otherwise they keep what earlier calls left in them.
   virtual void execute(const BatchDesc& batch, int first_step, int last_step) = 0;
+  // Returns when the work execute() queued has finished (a device backend's stream); the CPU
+  // backend computes inside execute(). For timing what a forward costs apart from what follows.
+  virtual void wait() const {}
 
   // Host copy of a value ([rows, cols] row-major, fp32) after execute(). Returns rows.
   virtual int read_value(int value, std::vector<float>* out) const = 0;

@@ -163,6 +163,7 @@ void run_quantize(const QuantArgs& a) {
   // The output: each tensor as soon as it is known (on the writer's thread).
   QuantCheckpointWriter writer(dst, *ck, shapes, models::int4::Params{a.group, sym, DType::F16}, a.fake_quant);
   size_t quantized = 0;  // Linears handed to the writer
+  double value_io = 0.0;  // of the calibration forwards: moving layer values host <-> backend
   nlohmann::json layers_meta = nlohmann::json::array();
   nlohmann::json calib_meta;
   quant::GptqTimings timings;
@@ -235,17 +236,19 @@ void run_quantize(const QuantArgs& a) {
     // Logs (stderr not a terminal) get a line per layer: the bar prints only at the end there.
     const bool log_layers = !isatty(STDERR_FILENO) && Progress::enabled();
     quant::GptqTimings prev;
+    double prev_io = 0.0;
     opt.on_layer = [&, log_layers](int layer, double secs) {
       bar.add(1);
       if (log_layers)
         std::fprintf(stderr,
-                     "gptq: layer %d/%d in %.1f s (forwards %.1f + %.1f, Hessians %.1f, solves %.1f, weight I/O %.1f; "
-                     "%.1f s so far)\n",
+                     "gptq: layer %d/%d in %.1f s (forwards %.1f + %.1f, of which value I/O %.1f; Hessians %.1f, "
+                     "solves %.1f, weight I/O %.1f; %.1f s so far)\n",
                      layer + 1, cfg.num_layers, secs, timings.observe_forward - prev.observe_forward,
-                     timings.advance_forward - prev.advance_forward, timings.hessian - prev.hessian,
-                     timings.solve - prev.solve, timings.weights - prev.weights,
+                     timings.advance_forward - prev.advance_forward, exec->value_io_seconds() - prev_io,
+                     timings.hessian - prev.hessian, timings.solve - prev.solve, timings.weights - prev.weights,
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       prev = timings;
+      prev_io = exec->value_io_seconds();
     };
     // AWQ and GPTQ as graph-level passes: the g4 graph of the model names the Linears and
     // the fold sites, the passes drive them layer by layer through the executor.
@@ -293,6 +296,7 @@ void run_quantize(const QuantArgs& a) {
       st.lap("gptq_pass");
     }
     if (gpu) runtime::add_device_summary(exec->backend(), calib_meta["device"]);
+    value_io = exec->value_io_seconds();
   }  // the pass, the GPU stores and the Engine (its device memory) go here
   if (a.method == "gptq" || a.awq) st.lap("executor_teardown");
   if (a.method == "rtn") {
@@ -350,6 +354,7 @@ void run_quantize(const QuantArgs& a) {
       tj["advance_forward"] = timings.advance_forward;
       tj["weights"] = timings.weights;
       tj["pass_other"] = t - parts;
+      tj["forwards_value_io"] = value_io;  // part of observe_forward + advance_forward
     } else {
       tj[name] = t;
     }

@@ -4,6 +4,7 @@
 #include "tools/quant_executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -339,13 +340,16 @@ void EngineCalibrationExecutor::for_each_batch(int layer, int start, int stop,
     // Size the values for this batch (runs the embedding: no Linear step, so an
     // observer that is set sees nothing), then restore the state at `start`.
     e.forward(b, 0, first0);
+    const auto t_io = std::chrono::steady_clock::now();
     if (resume) {
       for (size_t k = 0; k < cut_.values.size(); ++k) e.backend().write_value(cut_.values[k], cut_.kept[batch][k]);
     } else {
       e.backend().write_value(hv, {h_.data() + off, cnt});
       if (layer > 0) e.backend().write_value(av, {a_.data() + off, cnt});
     }
+    value_io_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_io).count();
     e.forward(b, start, stop);
+    e.backend().wait();
     steps_executed_ += first0 + (stop - start);
     after(batch, off);
   }
@@ -387,12 +391,14 @@ void EngineCalibrationExecutor::run_layer(int layer, const Observer& observe, bo
       int rows = 0;
       if (stop < last) report(groups.back(), observe);
       if (advance) {
+        const auto t_io = std::chrono::steady_clock::now();
         const std::span<const float> h = value(hv, &rows);
         std::copy(h.begin(), h.end(), h_.begin() + int64_t(off));
         if (layer + 1 < e.config().num_layers) {
           const std::span<const float> a = value(av, &rows);
           std::copy(a.begin(), a.end(), a_.begin() + int64_t(off));
         }
+        value_io_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_io).count();
       }
     });
   } catch (...) {

@@ -66,6 +66,10 @@ class EngineCalibrationExecutor : public quant::CalibrationExecutor {
   // Plan steps executed so far, summed over batches (embedding steps included): how much
   // of the layers was computed (tests check that resumed pieces compute less).
   int64_t steps_executed() const { return steps_executed_; }
+  // Wall seconds spent moving layer values between the host arrays and the backend (write_value,
+  // the reads and copies of the advanced values), apart from the forward itself (each batch's
+  // steps are waited for before the reads).
+  double value_io_seconds() const { return value_io_seconds_; }
   std::vector<float> weight(int layer, const std::string& linear) const override;
   void set_weight(int layer, const std::string& linear, std::span<const float> w) override;
   std::span<const float> weight_view(int layer, const std::string& linear) const override;
@@ -106,6 +110,7 @@ class EngineCalibrationExecutor : public quant::CalibrationExecutor {
   // Forgets the cut when a step before it reads one of `weights` (plan names) of `layer`.
   void drop_stale_cut(int layer, std::span<const std::string> weights);
   int64_t steps_executed_ = 0;
+  double value_io_seconds_ = 0.0;
 
   std::unique_ptr<runtime::Engine> engine_;
   std::vector<std::vector<int32_t>> seqs_;

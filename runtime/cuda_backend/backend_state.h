@@ -75,6 +75,7 @@ class CudaBackend final : public runtime::Backend {
   void prepare(const plan::Plan& plan, const runtime::WeightStore& weights, const runtime::KvSizes& kv) override;
   runtime::KvSizes allocated_kv(const runtime::KvSizes&) const override { return kv_sizes_; }
   void execute(const BatchDesc& batch, int first_step, int last_step) override;
+  void wait() const override;
   int read_value(int value, std::vector<float>* out) const override;
   std::span<const float> read_value_view(int value) const override;
   int argmax_rows(int value, std::vector<int32_t>* out) const override;     // tokens.cpp

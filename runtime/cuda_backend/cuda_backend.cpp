@@ -371,6 +371,8 @@ void CudaBackend::fill_meta(const BatchDesc& b, const Shape& sh) {
   }
 }
 
+void CudaBackend::wait() const { check(cudaStreamSynchronize(device_->stream()), "wait for the queued steps"); }
+
 void CudaBackend::execute(const BatchDesc& batch, int first, int last) {
   if (!plan_) throw Error("cuda backend: execute() before prepare()");
   const int nsteps = int((*plan_)->program()->size());
