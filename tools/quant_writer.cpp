@@ -107,6 +107,10 @@ void QuantCheckpointWriter::run() {
       job = std::move(jobs_.front());
       jobs_.pop_front();
     }
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (error_) continue;  // the checkpoint is lost already: finish() reports the first error
+    }
     try {
       job();
     } catch (...) {

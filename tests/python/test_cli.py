@@ -89,6 +89,7 @@ def test_quantize_host_solve_needs_the_gpu_and_says_so(g4c, tmp_path):
     assert cli.returncode == 1
     assert "--host-solve goes with --device cuda" in cli.stderr
     assert not out.exists()
+    assert not (tmp_path / "q.partial").exists()  # the writer's folder goes with a failed run
 
 
 def test_compile_gives_a_plan_that_matches_the_goldens(g4c, tmp_path):
