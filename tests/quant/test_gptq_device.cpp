@@ -124,8 +124,10 @@ TEST(GpuGptq, GramFromDeviceBf16RowsIsTheExactGramWithinFp32Summation) {
     bool probe;  // check that one row left out exceeds the bound
   };
   // 333 columns (ragged tiles), ld 340 (unaligned rows: the scalar loads), 4100 rows (a ragged
-  // 32-row stage); 256 / 256 with 9000 rows: the vector loads and two partials; 40 rows: the probe.
-  for (const Case c : {Case{333, 340, 4100, false}, Case{256, 256, 9000, false}, Case{200, 200, 40, true}}) {
+  // 32-row stage); 333 / 336: aligned rows whose last 16-byte chunk is partly past n (zero-filled
+  // by the async copy); 256 / 256 with 9000 rows: the vector loads and two partials; 40 rows: the probe.
+  for (const Case c : {Case{333, 340, 4100, false}, Case{333, 336, 700, false}, Case{256, 256, 9000, false},
+                       Case{200, 200, 40, true}}) {
     std::vector<float> x = make_x(rng, c.rows, c.n, c.ld);
     std::vector<uint16_t> xb(x.size());
     for (size_t k = 0; k < x.size(); ++k) {  // round to bf16 (nearest even); x keeps the bf16 values
