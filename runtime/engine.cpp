@@ -299,18 +299,12 @@ void Engine::replace_weight(const std::string& name, std::span<const float> valu
 
 namespace {
 
-// The store ids of `names`, each checked against the element count of its new values before
-// anything changes.
-template <class Values>
-std::vector<int> replacement_ids(const WeightStore& store, std::span<const std::string> names, const Values& values) {
-  if (names.size() != values.size())
-    throw Error("replace_weights: " + std::to_string(names.size()) + " names for " + std::to_string(values.size()) +
-                " value arrays");
+// The store ids of `names` (all found before anything changes); `what` names the caller.
+std::vector<int> weight_ids(const WeightStore& store, std::span<const std::string> names, const char* what) {
   std::vector<int> ids;
   for (const std::string& name : names) {
     const int id = store.find(name);
-    if (id < 0) throw Error("replace_weight: the plan has no weight " + name);
-    store.check_replacement(id, values[ids.size()].size());
+    if (id < 0) throw Error(std::string(what) + ": the plan has no weight " + name);
     ids.push_back(id);
   }
   return ids;
@@ -319,18 +313,17 @@ std::vector<int> replacement_ids(const WeightStore& store, std::span<const std::
 }  // namespace
 
 void Engine::replace_weights(std::span<const std::string> names, std::span<const std::span<const float>> values) {
-  const std::vector<int> ids = replacement_ids(*weights_, names, values);
+  if (names.size() != values.size())
+    throw Error("replace_weights: " + std::to_string(names.size()) + " names for " + std::to_string(values.size()) +
+                " value arrays");
+  const std::vector<int> ids = weight_ids(*weights_, names, "replace_weight");
+  for (size_t i = 0; i < ids.size(); ++i) weights_->check_replacement(ids[i], values[i].size());  // all before any
   for (size_t i = 0; i < ids.size(); ++i) weights_->replace(ids[i], values[i]);
   backend_->weights_updated(ids);
 }
 
 void Engine::rewrite_weights(std::span<const std::string> names, const WeightFill& fill) {
-  std::vector<int> ids;
-  for (const std::string& name : names) {
-    const int id = weights_->find(name);
-    if (id < 0) throw Error("rewrite_weights: the plan has no weight " + name);
-    ids.push_back(id);
-  }
+  const std::vector<int> ids = weight_ids(*weights_, names, "rewrite_weights");
   for (size_t i = 0; i < ids.size(); ++i) {
     try {
       fill(i, weights_->overwrite(ids[i]));
@@ -344,13 +337,7 @@ void Engine::rewrite_weights(std::span<const std::string> names, const WeightFil
 
 bool Engine::release_host_weights(std::span<const std::string> names) {
   if (!backend_->keeps_weight_copies()) return false;
-  std::vector<int> ids;
-  for (const std::string& name : names) {
-    const int id = weights_->find(name);
-    if (id < 0) throw Error("release_host_weights: the plan has no weight " + name);
-    ids.push_back(id);
-  }
-  for (const int id : ids) weights_->release(id);
+  for (const int id : weight_ids(*weights_, names, "release_host_weights")) weights_->release(id);
   return true;
 }
 

@@ -155,8 +155,6 @@ void run_quantize(const QuantArgs& a) {
   const models::ModelConfig cfg = models::load_model_config(src);
   auto ck = models::Checkpoint::open(src);
   const std::vector<models::LinearShape> shapes = models::linear_shapes(cfg);
-  std::map<std::string, const models::LinearShape*> by_weight;  // checkpoint name → its Linear
-  for (const auto& s : shapes) by_weight[s.name + ".weight"] = &s;
   st.lap("open_model");
 
   quant::QuantSpec spec{a.group, sym};
@@ -266,7 +264,7 @@ void run_quantize(const QuantArgs& a) {
       ao.gram = opt.gram;
       ao.on_tensor = [&](int layer, const std::string& name, const std::vector<float>& values) {
         const std::string key = "layers." + std::to_string(layer) + "." + name + ".weight";
-        if (a.method == "rtn" || !by_weight.count(key)) rewritten[key] = values;
+        if (a.method == "rtn" || !writer.quantizes(key)) rewritten[key] = values;
         // GPTAQ's full-precision model takes the same folds: its Linear inputs are then in the
         // scaled model's channels, and its outputs are unchanged.
         if (reference) reference->set_weight(layer, name, values);

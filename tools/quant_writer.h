@@ -38,6 +38,8 @@ class QuantCheckpointWriter {
   QuantCheckpointWriter(const QuantCheckpointWriter&) = delete;
   QuantCheckpointWriter& operator=(const QuantCheckpointWriter&) = delete;
 
+  // `weight` (a checkpoint name, "layers.0.mlp.up_proj.weight") is a Linear written quantized.
+  bool quantizes(const std::string& weight) const { return by_weight_.count(weight) > 0; }
   // Queues the quantized Linear `linear` (a name of `shapes`, e.g. "layers.0.mlp.up_proj").
   void linear(const std::string& linear, quant::QuantizedLinear q);
   // Queues every tensor that is not a quantized Linear: `rewritten` (by checkpoint name, e.g. the

@@ -13,12 +13,23 @@
 
 using namespace g4c;
 
-TEST(WeightStore, LazyConvertsOnFirstUseAndEqualsEager) {
-  const auto cfg = models::load_model_config(test::tiny_model_dir());
+namespace {
+
+// The tiny model's checkpoint and reference plan, from which each test opens its stores (the plan
+// outlives them: a lazy store reads it).
+struct Tiny {
   std::shared_ptr<const models::Checkpoint> ckpt = models::Checkpoint::open(test::tiny_model_dir());
-  auto p = plan::build_reference_plan(cfg, *ckpt);
-  auto eager = runtime::WeightStore::load(p, *ckpt, 2);
-  auto lazy = runtime::WeightStore::load_lazy(p, ckpt);
+  plan::Plan plan = plan::build_reference_plan(models::load_model_config(test::tiny_model_dir()), *ckpt);
+  std::unique_ptr<runtime::WeightStore> lazy() const { return runtime::WeightStore::load_lazy(plan, ckpt); }
+  std::unique_ptr<runtime::WeightStore> eager(int threads) const { return runtime::WeightStore::load(plan, *ckpt, threads); }
+};
+
+}  // namespace
+
+TEST(WeightStore, LazyConvertsOnFirstUseAndEqualsEager) {
+  const Tiny t;
+  auto eager = t.eager(2);
+  auto lazy = t.lazy();
   ASSERT_EQ(lazy->size(), eager->size());
   EXPECT_EQ(lazy->loaded(), 0);
   for (int i = 0; i < lazy->size(); ++i) {
@@ -45,10 +56,8 @@ TEST(WeightStore, LazyConvertsOnFirstUseAndEqualsEager) {
 // overwrite(): the weight's own array, written in place. A weight never read gets an array
 // without loading the old values; one already converted is written where data() points.
 TEST(WeightStore, OverwriteWritesTheOwnArrayInPlace) {
-  const auto cfg = models::load_model_config(test::tiny_model_dir());
-  std::shared_ptr<const models::Checkpoint> ckpt = models::Checkpoint::open(test::tiny_model_dir());
-  auto p = plan::build_reference_plan(cfg, *ckpt);
-  auto lazy = runtime::WeightStore::load_lazy(p, ckpt);
+  const Tiny t;
+  auto lazy = t.lazy();
   const int e = lazy->find("embed_tokens.weight"), n = lazy->find("norm.weight");
   ASSERT_GE(e, 0);
   ASSERT_GE(n, 0);
@@ -71,10 +80,8 @@ TEST(WeightStore, OverwriteWritesTheOwnArrayInPlace) {
 // checkpoint's bits are not offered in their place, the shape stays; a never-read weight is
 // never loaded afterwards.
 TEST(WeightStore, ReleasedWeightsAreGoneNotReloaded) {
-  const auto cfg = models::load_model_config(test::tiny_model_dir());
-  std::shared_ptr<const models::Checkpoint> ckpt = models::Checkpoint::open(test::tiny_model_dir());
-  auto p = plan::build_reference_plan(cfg, *ckpt);
-  auto lazy = runtime::WeightStore::load_lazy(p, ckpt);
+  const Tiny t;
+  auto lazy = t.lazy();
   const int q = lazy->find("layers.0.self_attn.q_proj.weight"), k = lazy->find("layers.0.self_attn.k_proj.weight");
   ASSERT_GE(q, 0);
   ASSERT_GE(k, 0);
@@ -102,17 +109,15 @@ TEST(WeightStore, ReleasedWeightsAreGoneNotReloaded) {
 // CUDA backend uploads without converting), equal to the converted values; none once replaced,
 // none from an eager store.
 TEST(WeightStore, CheckpointBf16IsTheUnreplacedCheckpointTensor) {
-  const auto cfg = models::load_model_config(test::tiny_model_dir());
-  std::shared_ptr<const models::Checkpoint> ckpt = models::Checkpoint::open(test::tiny_model_dir());
-  auto p = plan::build_reference_plan(cfg, *ckpt);
-  auto lazy = runtime::WeightStore::load_lazy(p, ckpt);
-  auto eager = runtime::WeightStore::load(p, *ckpt, 1);
+  const Tiny t;
+  auto lazy = t.lazy();
+  auto eager = t.eager(1);
   int seen = 0;
   for (int i = 0; i < lazy->size(); ++i) {
     EXPECT_TRUE(eager->checkpoint_bf16(i).empty());
     const std::span<const uint16_t> raw = lazy->checkpoint_bf16(i);
     ASSERT_EQ(raw.size(), lazy->numel(i)) << lazy->name(i);  // the tiny checkpoint is all BF16 dense
-    const auto view = ckpt->get(p->weights()->Get(i)->checkpoint_key()->str());
+    const auto view = t.ckpt->get(t.plan->weights()->Get(i)->checkpoint_key()->str());
     EXPECT_EQ(static_cast<const void*>(raw.data()), static_cast<const void*>(view.data)) << "not a copy";
     const float* f = lazy->data(i);
     for (size_t k = 0; k < raw.size(); k += 97) ASSERT_EQ(bf16_to_f32(raw[k]), f[k]) << lazy->name(i);

@@ -105,6 +105,9 @@ __global__ void __launch_bounds__(128) dgemm_kernel(int64_t M, int64_t N, int64_
     }
   };
 
+  // Element v of fragment (i, j) is C's row row_of(i, v) and column col_of(j, v) (m16n8 layout).
+  auto row_of = [&](int i, int v) { return m0 + wm * 32 + i * 16 + g + 8 * (v >> 1); };
+  auto col_of = [&](int j, int v) { return n0 + wn * 32 + j * 8 + 2 * t + (v & 1); };
   double acc[2][4][4];
   const double c_scale = alpha * beta;
 #pragma unroll
@@ -113,7 +116,7 @@ __global__ void __launch_bounds__(128) dgemm_kernel(int64_t M, int64_t N, int64_
     for (int j = 0; j < 4; ++j)
 #pragma unroll
       for (int v = 0; v < 4; ++v) {
-        const int64_t m = m0 + wm * 32 + i * 16 + g + 8 * (v >> 1), nn = n0 + wn * 32 + j * 8 + 2 * t + (v & 1);
+        const int64_t m = row_of(i, v), nn = col_of(j, v);
         acc[i][j][v] = beta != 0.0 && m < M && nn < N ? c_scale * C[m * ldc + nn] : 0.0;
       }
 
@@ -166,7 +169,7 @@ __global__ void __launch_bounds__(128) dgemm_kernel(int64_t M, int64_t N, int64_
     for (int j = 0; j < 4; ++j)
 #pragma unroll
       for (int v = 0; v < 4; ++v) {
-        const int64_t m = m0 + wm * 32 + i * 16 + g + 8 * (v >> 1), nn = n0 + wn * 32 + j * 8 + 2 * t + (v & 1);
+        const int64_t m = row_of(i, v), nn = col_of(j, v);
         if (m < M && nn < N) C[m * ldc + nn] = alpha * acc[i][j][v];
       }
 }
