@@ -10,11 +10,14 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "models/error.h"
 #include "runtime/batch.h"
 #include "runtime/plan/plan.h"
 #include "runtime/sampler.h"
@@ -76,6 +79,21 @@ class Backend {
   }
   // Overwrites a value's rows (rows × cols floats) for the current batch.
   virtual void write_value(int value, std::span<const float> data) = 0;
+
+  // A value the backend stores as bf16 (a device backend's activations) moved as its bf16 bits,
+  // with no conversion: read_value_bf16 copies the current batch's rows into `out` (which must
+  // hold them; returns rows), write_value_bf16 overwrites them. Only for values where
+  // value_is_bf16(); with `out` / `data` in memory from pinned_host() the copy runs at the bus's rate.
+  virtual bool value_is_bf16(int /*value*/) const { return false; }
+  virtual int read_value_bf16(int /*value*/, std::span<uint16_t> /*out*/) const {
+    throw Error(std::string(name()) + " backend: no bf16 values");
+  }
+  virtual void write_value_bf16(int /*value*/, std::span<const uint16_t> /*data*/) {
+    throw Error(std::string(name()) + " backend: no bf16 values");
+  }
+  // `bytes` of page-locked host memory (freed with the last copy of the pointer) where the backend
+  // copies to and from a device; null where it has none (plain memory serves then).
+  virtual std::shared_ptr<void> pinned_host(size_t /*bytes*/) const { return nullptr; }
 
   // Called before every Linear step with the step index and its input x [rows, cols] (host
   // fp32). Used by GPTQ to collect activations. Empty function = no observer.

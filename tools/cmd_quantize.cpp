@@ -240,10 +240,11 @@ void run_quantize(const QuantArgs& a) {
       if (log_layers)
         std::fprintf(stderr,
                      "gptq: layer %d/%d in %.1f s (forwards %.1f + %.1f, of which value I/O %.1f; Hessians %.1f, "
-                     "solves %.1f, weight I/O %.1f; %.1f s so far)\n",
+                     "solves %.1f, weight I/O %.1f of which reads %.1f; %.1f s so far)\n",
                      layer + 1, cfg.num_layers, secs, timings.observe_forward - prev.observe_forward,
                      timings.advance_forward - prev.advance_forward, exec->value_io_seconds() - prev_io,
                      timings.hessian - prev.hessian, timings.solve - prev.solve, timings.weights - prev.weights,
+                     timings.weights_read - prev.weights_read,
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       prev = timings;
       prev_io = exec->value_io_seconds();
@@ -351,6 +352,7 @@ void run_quantize(const QuantArgs& a) {
       tj["solve"] = timings.solve;
       tj["advance_forward"] = timings.advance_forward;
       tj["weights"] = timings.weights;
+      tj["weights_read"] = timings.weights_read;  // part of weights
       tj["pass_other"] = t - parts;
       tj["forwards_value_io"] = value_io;  // part of observe_forward + advance_forward
     } else {

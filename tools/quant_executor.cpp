@@ -162,18 +162,51 @@ EngineCalibrationExecutor::EngineCalibrationExecutor(const std::filesystem::path
 void EngineCalibrationExecutor::restart() {
   cut_ = next_cut_ = Cut{};
   const int64_t H = engine_->config().hidden_size;
-  h_.assign(size_t(int64_t(seqs_.size()) * len_ * H), 0.f);
-  a_.assign(h_.size(), 0.f);
+  const size_t n = size_t(int64_t(seqs_.size()) * len_ * H);
+  const int hv = engine_->plan().find_value("h"), av = engine_->plan().find_value("a");
+  const runtime::Backend& b = engine_->backend();
+  bf16_ = b.value_is_bf16(hv) && b.value_is_bf16(av);
+  if (bf16_) {
+    if (!boundary16_) {
+      boundary16_ = b.pinned_host(2 * n * sizeof(uint16_t));
+      if (!boundary16_) boundary16_ = std::shared_ptr<uint16_t[]>(new uint16_t[2 * n]);
+      h16_ = static_cast<uint16_t*>(boundary16_.get());
+      a16_ = h16_ + n;
+    }
+    std::fill(a16_, a16_ + n, uint16_t(0));
+  } else {
+    h_.assign(n, 0.f);
+    a_.assign(n, 0.f);
+  }
   // Embeddings: step 0 (embed) of every batch.
-  const int hv = engine_->plan().find_value("h");
   const int first0 = engine_->plan().layer_steps(0).first;
   for (size_t s0 = 0; s0 < seqs_.size(); s0 += size_t(batch_)) {
-    const OpenBatch ob(*engine_, seqs_, s0, std::min(seqs_.size() - s0, size_t(batch_)), len_);
+    const size_t nb = std::min(seqs_.size() - s0, size_t(batch_));
+    const OpenBatch ob(*engine_, seqs_, s0, nb, len_);
     engine_->forward(ob.batch, 0, first0);
-    std::vector<float>& out = scratch_;
-    engine_->backend().read_value(hv, &out);
-    std::copy(out.begin(), out.end(), h_.begin() + int64_t(s0) * len_ * H);
+    read_boundary(hv, false, s0 * size_t(len_ * H), nb * size_t(len_ * H));
   }
+}
+
+void EngineCalibrationExecutor::write_boundary(int v, bool a, size_t off, size_t cnt) {
+  runtime::Backend& b = engine_->backend();
+  if (bf16_)
+    b.write_value_bf16(v, {(a ? a16_ : h16_) + off, cnt});
+  else
+    b.write_value(v, {(a ? a_ : h_).data() + off, cnt});
+}
+
+void EngineCalibrationExecutor::read_boundary(int v, bool a, size_t off, size_t cnt) {
+  if (bf16_) {
+    const int rows = engine_->backend().read_value_bf16(v, {(a ? a16_ : h16_) + off, cnt});
+    if (size_t(rows) * size_t(engine_->config().hidden_size) != cnt)
+      throw Error("calibration: internal: the backend returned " + std::to_string(rows) + " rows of a boundary value");
+    return;
+  }
+  int rows = 0;
+  const std::span<const float> x = value(v, &rows);
+  if (x.size() != cnt) throw Error("calibration: internal: a boundary value has " + std::to_string(x.size()) + " entries");
+  std::copy(x.begin(), x.end(), (a ? a_ : h_).begin() + int64_t(off));
 }
 
 EngineCalibrationExecutor::~EngineCalibrationExecutor() = default;
@@ -344,8 +377,8 @@ void EngineCalibrationExecutor::for_each_batch(int layer, int start, int stop,
     if (resume) {
       for (size_t k = 0; k < cut_.values.size(); ++k) e.backend().write_value(cut_.values[k], cut_.kept[batch][k]);
     } else {
-      e.backend().write_value(hv, {h_.data() + off, cnt});
-      if (layer > 0) e.backend().write_value(av, {a_.data() + off, cnt});
+      write_boundary(hv, false, off, cnt);
+      if (layer > 0) write_boundary(av, true, off, cnt);
     }
     value_io_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_io).count();
     e.forward(b, start, stop);
@@ -387,17 +420,14 @@ void EngineCalibrationExecutor::run_layer(int layer, const Observer& observe, bo
       });
   }
   try {
-    for_each_batch(layer, start, stop, [&](size_t, size_t off) {
-      int rows = 0;
+    for_each_batch(layer, start, stop, [&](size_t batch, size_t off) {
       if (stop < last) report(groups.back(), observe);
       if (advance) {
         const auto t_io = std::chrono::steady_clock::now();
-        const std::span<const float> h = value(hv, &rows);
-        std::copy(h.begin(), h.end(), h_.begin() + int64_t(off));
-        if (layer + 1 < e.config().num_layers) {
-          const std::span<const float> a = value(av, &rows);
-          std::copy(a.begin(), a.end(), a_.begin() + int64_t(off));
-        }
+        const size_t cnt = std::min(seqs_.size() - batch * size_t(batch_), size_t(batch_)) * size_t(len_) *
+                           size_t(e.config().hidden_size);
+        read_boundary(hv, false, off, cnt);
+        if (layer + 1 < e.config().num_layers) read_boundary(av, true, off, cnt);
         value_io_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_io).count();
       }
     });

@@ -116,7 +116,17 @@ class EngineCalibrationExecutor : public quant::CalibrationExecutor {
   std::vector<std::vector<int32_t>> seqs_;
   int64_t len_;
   int batch_;
-  std::vector<float> h_, a_;  // layer-boundary values "h" and "a" of every sequence [n_seq·len, hidden]
+  // The layer-boundary values "h" and "a" of every sequence [n_seq·len, hidden]: fp32 where the
+  // backend computes them in fp32 (the CPU backend), else the bf16 bits the backend holds, moved
+  // without conversion from its page-locked memory (h16_/a16_ in boundary16_).
+  bool bf16_ = false;
+  std::vector<float> h_, a_;
+  std::shared_ptr<void> boundary16_;
+  uint16_t* h16_ = nullptr;
+  uint16_t* a16_ = nullptr;
+  // Sequences' rows [off, off + cnt) of "h" (a: of "a") into the backend's value v / back from it.
+  void write_boundary(int v, bool a, size_t off, size_t cnt);
+  void read_boundary(int v, bool a, size_t off, size_t cnt);
   std::vector<float> scratch_;  // one value read back from a backend that keeps values on a device
   // A value of the current batch: the backend's host storage, or a copy in scratch_.
   std::span<const float> value(int v, int* rows);

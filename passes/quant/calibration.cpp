@@ -140,6 +140,7 @@ void quantize_observed(CalibrationExecutor& exec, int layer, const std::vector<L
     }
     const auto t_lin = clock::now();
     tm.weights += secs(t_read, t_lin);
+    tm.weights_read += secs(t_read, t_lin);
     if (auto c = obs.cross_by_linear.find(li.name); c != obs.cross_by_linear.end()) {
       owned = gptaq_target(w.data(), li.out, li.in, c->second->cross(), c->second->gram(), opt.gptq.damp,
                            opt.gptq.threads);
@@ -267,6 +268,7 @@ std::vector<LinearReport> gptq_layer(CalibrationExecutor& exec, int layer, const
     opt.timings->solve += tm.solve;
     opt.timings->advance_forward += tm.advance_forward;
     opt.timings->weights += tm.weights;
+    opt.timings->weights_read += tm.weights_read;
   }
   if (opt.on_layer) opt.on_layer(layer, secs(t0, clock::now()));
   return reports;

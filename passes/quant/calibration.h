@@ -96,6 +96,7 @@ struct GptqTimings {
   double solve = 0.0;            // prepare_hessian + gptq_quantize
   double advance_forward = 0.0;  // run_layer with the quantized weights
   double weights = 0.0;          // reading each Linear's weights, writing the fake-quantized ones back
+  double weights_read = 0.0;     // of `weights`: the reads (a lazy store widens the checkpoint's bf16 then)
 };
 
 // Where the driver accumulates one input's Hessian and solves the Linears that read it. The

@@ -82,6 +82,10 @@ class CudaBackend final : public runtime::Backend {
   int sample_rows(int value, std::span<const runtime::RowDraw> draws,
                   std::vector<int32_t>* out) const override;                // tokens.cpp
   void write_value(int value, std::span<const float> data) override;
+  bool value_is_bf16(int value) const override { return values_.at(value).type == VType::BF16; }
+  int read_value_bf16(int value, std::span<uint16_t> out) const override;
+  void write_value_bf16(int value, std::span<const uint16_t> data) override;
+  std::shared_ptr<void> pinned_host(size_t bytes) const override;
   void set_linear_observer(LinearObserver o) override {
     observer_ = std::move(o);
     drop_graphs();  // observed steps run eagerly
@@ -195,6 +199,7 @@ class CudaBackend final : public runtime::Backend {
   size_t attn_ws_bytes_ = 0;
   void* read_staging(size_t bytes) const;  // read_host_, grown to at least `bytes`
   int stage_value(int value) const;        // the value's current rows into read_host_; returns rows
+  void begin_write(const DevValue& v, size_t n, const char* what) const;  // rows check, stream idle
   mutable void* read_host_ = nullptr;  // pinned staging for read_value / argmax_rows
   mutable size_t read_host_bytes_ = 0;
   int H_ = 0;

@@ -1,11 +1,14 @@
 // CudaBackend's plan values seen from the host (see cuda_backend.h): a value's device rows as
 // BF16, its rows read back through the pinned staging buffer (as fp32, or viewed in place), and
-// host rows written into it (converted on up to 8 threads).
+// host rows written into it (converted on up to 8 threads), or its bf16 bits moved as they are.
 #include "runtime/cuda_backend/cuda_backend.h"
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
+#include <string>
 
 #include "models/error.h"
 #include "runtime/cuda_backend/backend_state.h"
@@ -72,13 +75,19 @@ int CudaBackend::read_value(int value, std::vector<float>* out) const {
 }
 
 
+// Checks that `n` entries are whole rows of value `v` within its arena; waits for the stream.
+void CudaBackend::begin_write(const DevValue& v, size_t n, const char* what) const {
+  if (n % size_t(v.cols)) throw Error(std::string("cuda backend: ") + what + " size is not a multiple of the value's columns");
+  const size_t rows = n / size_t(v.cols);
+  const int cap = v.rows == fb::RowSpace::LogitRows ? cap_R_ : v.rows == fb::RowSpace::Sequences ? cap_S_ : cap_T_;
+  if (rows > size_t(cap))
+    throw Error(std::string("cuda backend: ") + what + " of " + std::to_string(rows) + " rows exceeds the arena");
+  check(cudaStreamSynchronize(device_->stream()), what);
+}
+
 void CudaBackend::write_value(int value, std::span<const float> data) {
   auto& v = values_.at(value);
-  if (data.size() % size_t(v.cols)) throw Error("cuda backend: write_value size is not a multiple of the value's columns");
-  const int rows = int(data.size() / v.cols);
-  const int cap = v.rows == fb::RowSpace::LogitRows ? cap_R_ : v.rows == fb::RowSpace::Sequences ? cap_S_ : cap_T_;
-  if (rows > cap) throw Error("cuda backend: write_value of " + std::to_string(rows) + " rows exceeds the arena");
-  check(cudaStreamSynchronize(device_->stream()), "synchronize before write_value");
+  begin_write(v, data.size(), "write_value");
   // Converted into the pinned staging buffer (free: the stream is idle), uploaded from there.
   const size_t bytes = data.size() * v.elem();
   void* host = read_staging(bytes);
@@ -91,6 +100,34 @@ void CudaBackend::write_value(int value, std::span<const float> data) {
     to_bf16(data.data(), static_cast<uint16_t*>(host), data.size());
   }
   upload(v.ptr, host, bytes, "write_value copy");
+}
+
+int CudaBackend::read_value_bf16(int value, std::span<uint16_t> out) const {
+  const auto& v = values_.at(value);
+  if (v.type != VType::BF16) throw Error("cuda backend: read_value_bf16 of a value that is not bf16");
+  check(cudaStreamSynchronize(device_->stream()), "synchronize before read_value_bf16");
+  const_cast<CudaBackend*>(this)->flush_trace();
+  const int rows = v.rows == fb::RowSpace::LogitRows ? shape_.real_R
+                   : v.rows == fb::RowSpace::Sequences ? shape_.real_S
+                                                       : shape_.real_T;
+  const size_t n = size_t(rows) * v.cols;
+  if (out.size() < n)
+    throw Error("cuda backend: read_value_bf16 needs " + std::to_string(n) + " entries, has " + std::to_string(out.size()));
+  if (n) check(cudaMemcpy(out.data(), v.ptr, n * 2, cudaMemcpyDeviceToHost), "read_value_bf16 copy");
+  return rows;
+}
+
+void CudaBackend::write_value_bf16(int value, std::span<const uint16_t> data) {
+  auto& v = values_.at(value);
+  if (v.type != VType::BF16) throw Error("cuda backend: write_value_bf16 of a value that is not bf16");
+  begin_write(v, data.size(), "write_value_bf16");
+  upload(v.ptr, data.data(), data.size() * 2, "write_value_bf16 copy");
+}
+
+std::shared_ptr<void> CudaBackend::pinned_host(size_t bytes) const {
+  void* p = nullptr;
+  check(cudaMallocHost(&p, std::max<size_t>(bytes, 1)), "cudaMallocHost");
+  return {p, [](void* q) { cudaFreeHost(q); }};
 }
 
 }  // namespace g4c::cudart

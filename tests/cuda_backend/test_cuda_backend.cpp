@@ -308,6 +308,23 @@ TEST(CudaBackend, PiecewiseExecutionAndValueRoundTrip) {
     e->backend().write_value(v, x);
     e->backend().read_value(v, &y);
     EXPECT_EQ(x, y);  // bf16 values survive the fp32 round trip exactly
+    // The same rows as bf16 bits (read_value_bf16, into page-locked memory): the fp32 reads are
+    // their exact widening; written back as bits, they read back the same.
+    ASSERT_TRUE(e->backend().value_is_bf16(v));
+    const std::shared_ptr<void> pinned = e->backend().pinned_host(x.size() * 2);
+    ASSERT_TRUE(pinned);
+    std::span<uint16_t> bits(static_cast<uint16_t*>(pinned.get()), x.size());
+    ASSERT_EQ(e->backend().read_value_bf16(v, bits), int(ids.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      const uint32_t u = uint32_t(bits[i]) << 16;
+      float f;
+      std::memcpy(&f, &u, 4);
+      ASSERT_EQ(f, x[i]) << name << " entry " << i;
+    }
+    EXPECT_THROW(e->backend().read_value_bf16(v, bits.first(x.size() - 1)), Error);  // too small for the rows
+    e->backend().write_value_bf16(v, bits);
+    e->backend().read_value(v, &y);
+    EXPECT_EQ(x, y);
   }
   e->forward(b, mid, -1);
   auto piece = e->last_logits();
