@@ -108,6 +108,7 @@ std::unique_ptr<WeightStore> WeightStore::load_lazy(const plan::Plan& plan,
   store->once_ = std::make_unique<std::once_flag[]>(size_t(n));
   store->done_ = std::make_unique<std::atomic<bool>[]>(size_t(n));
   store->replaced_.assign(size_t(n), 0);
+  store->released_.assign(size_t(n), 0);  // sized now: data() may run on other threads when one is released
   return store;
 }
 

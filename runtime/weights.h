@@ -82,7 +82,7 @@ class WeightStore {
   mutable std::unique_ptr<std::once_flag[]> once_;
   mutable std::unique_ptr<std::atomic<bool>[]> done_;  // read by loaded() while others convert
   std::vector<char> replaced_;
-  std::vector<char> released_;  // sized on the first release()
+  std::vector<char> released_;  // lazy: sized at load; else on the first release()
 };
 
 }  // namespace g4c::runtime

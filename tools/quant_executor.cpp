@@ -257,6 +257,16 @@ void EngineCalibrationExecutor::release_weights(int layer, std::span<const std::
   engine_->release_host_weights(full);
 }
 
+void EngineCalibrationExecutor::prefetch_weights(int layer) {
+  if (prefetch_.valid()) prefetch_.get();
+  std::vector<int> ids;
+  for (const quant::LinearInfo& li : linears(layer)) ids.push_back(engine_->weights().find(weight_name(layer, li.name)));
+  const runtime::WeightStore& store = engine_->weights();
+  prefetch_ = std::async(std::launch::async, [&store, ids] {
+    for (const int id : ids) (void)store.data(id);
+  });
+}
+
 // Values kept at a cut that a step before it computed with one of these weights are stale.
 void EngineCalibrationExecutor::drop_stale_cut(int layer, std::span<const std::string> weights) {
   if (cut_.layer != layer) return;

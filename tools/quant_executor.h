@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <memory>
 #include <span>
 #include <string>
@@ -75,6 +76,10 @@ class EngineCalibrationExecutor : public quant::CalibrationExecutor {
   std::span<const float> weight_view(int layer, const std::string& linear) const override;
   void set_weights(int layer, std::span<const std::string> names, const WeightFill& fill) override;
   void release_weights(int layer, std::span<const std::string> names) override;
+  // Converts `layer`'s Linears on a background thread (the store's first read; WeightStore
+  // converts each weight once, a reader of one being converted waits for it). One at a time: a
+  // second call first waits for the one before, and rethrows its error.
+  void prefetch_weights(int layer) override;
   // The embeddings again (the embedding table is never rewritten), "a" cleared: layer 0 computes
   // its own input norm, later layers read the "a" the layer before them writes.
   void restart() override;
@@ -130,6 +135,7 @@ class EngineCalibrationExecutor : public quant::CalibrationExecutor {
   std::vector<float> scratch_;  // one value read back from a backend that keeps values on a device
   // A value of the current batch: the backend's host storage, or a copy in scratch_.
   std::span<const float> value(int v, int* rows);
+  std::future<void> prefetch_;  // last member: destroyed (waited for) before the engine
 };
 
 }  // namespace g4c::tools

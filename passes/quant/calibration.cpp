@@ -202,6 +202,7 @@ std::vector<LinearReport> gptq_layer(CalibrationExecutor& exec, int layer, const
                                      const GptqDriverOptions& opt) {
   const auto t0 = clock::now();
   check_which(exec, layer, which);
+  if (layer + 1 < exec.num_layers()) exec.prefetch_weights(layer + 1);
   GptqTimings tm;
   std::vector<LinearReport> reports;
   if (!opt.true_sequential) {

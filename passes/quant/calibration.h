@@ -73,6 +73,9 @@ class CalibrationExecutor {
   // The Linears `names` of `layer` are final (quantized, the layer advanced): an executor whose
   // device keeps its own copies may free their host values. Default: nothing.
   virtual void release_weights(int /*layer*/, std::span<const std::string> /*names*/) {}
+  // `layer`'s Linear weights will be read soon (the next layer's, while this one runs): an
+  // executor that converts them on first read may start now, in the background. Default: nothing.
+  virtual void prefetch_weights(int /*layer*/) {}
   // Starts over: the calibration activations become the embeddings again (the inputs of layer 0),
   // computed with the weights as they are now; nothing kept from earlier runs is reused. Lets a
   // second pass (GPTQ after the AWQ folds) run through the layers again. Default: not supported.
