@@ -144,19 +144,14 @@ void Lowering::lower(Operation* op) {
                       .num_q_heads = int(f.getNumHeadsAttr().getInt()), .num_kv_heads = int(f.getNumKvHeadsAttr().getInt()),
                       .head_dim = int(f.getHeadDimAttr().getInt()), .rotary_pairs = int(f.getRotaryPairsAttr().getInt()),
                       .kv_layer = kvIndex_.at(f.getLayerAttr().getInt()), .rope_theta = f.getRopeTheta().convertToDouble(),
-                      .v_from_k = f.getVRaw() == f.getKRaw(), .k_from_v = f.getVOnly()});
+                      .v_from_k = f.getVRaw() == f.getKRaw()});
   } else if (auto a = dyn_cast<g4::AttentionOp>(op)) {
-    // k_from_v (K=V stored once): the kernel recomputes K = rope(V ⊙ k_norm) from the cache.
-    const bool kFromV = a.getKFromV();
     steps_.push_back({.kernel = fb::KernelId::Attention, .layer = layer, .inputs = {use(a.getQuery(), op)},
-                      .outputs = {value(a, t + "attention")},
-                      .weights = kFromV ? std::vector<int>{weight(a.getKNormAttr())} : std::vector<int>{},
-                      .label = t + "attention", .scale = float(a.getScale().convertToDouble()),
-                      .window = int(a.getWindowAttr().getInt()), .num_q_heads = int(a.getNumHeadsAttr().getInt()),
+                      .outputs = {value(a, t + "attention")}, .label = t + "attention",
+                      .scale = float(a.getScale().convertToDouble()), .window = int(a.getWindowAttr().getInt()),
+                      .num_q_heads = int(a.getNumHeadsAttr().getInt()),
                       .num_kv_heads = int(a.getNumKvHeadsAttr().getInt()), .head_dim = int(a.getHeadDimAttr().getInt()),
-                      .rotary_pairs = kFromV ? int(a.getRotaryPairsAttr().getInt()) : 0,
-                      .kv_layer = kvIndex_.at(a.getLayerAttr().getInt()),
-                      .rope_theta = kFromV ? a.getRopeThetaAttr().getValueAsDouble() : 0.0, .k_from_v = kFromV});
+                      .kv_layer = kvIndex_.at(a.getLayerAttr().getInt())});
   } else if (auto r = dyn_cast<g4::NormResidualOp>(op)) {
     const bool attn = r.getPost().contains("post_attention");
     const std::string what = attn ? "attn_residual" : "ffn_residual";
@@ -203,7 +198,7 @@ std::vector<uint8_t> Lowering::run() {
                                    : b.getWindowAttr() ? int(b.getWindowAttr().getInt())  // window pool
                                                        : 0,
                                    capacity, ring ? 0 : int(blockSize),
-                                   /*kv_shared=*/!b.getStoresKey(), opts_.kv_bf16 ? fb::DType::BF16 : fb::DType::F32));
+                                   /*kv_shared (deprecated)=*/false, opts_.kv_bf16 ? fb::DType::BF16 : fb::DType::F32));
   }
 
   for (Operation& op : body) lower(&op);

@@ -139,10 +139,10 @@ LogicalResult KVBufferOp::verify() {
   } else {
     return emitOpError() << "kind must be \"ring\" or \"paged\", got \"" << getKind() << "\"";
   }
-  const int64_t perToken = (getStoresKey() ? 2 : 1) * getNumKvHeadsAttr().getInt() * getHeadDimAttr().getInt() * 2;
+  const int64_t perToken = 2 * getNumKvHeadsAttr().getInt() * getHeadDimAttr().getInt() * 2;
   if (getBytesPerTokenAttr().getInt() != perToken)
     return emitOpError() << "bytes_per_token " << getBytesPerTokenAttr().getInt() << " does not match " << perToken
-                         << " (BF16 " << (getStoresKey() ? "K and V" : "V only") << ")";
+                         << " (BF16 K and V)";
   return success();
 }
 
@@ -186,11 +186,6 @@ LogicalResult GateUpOp::verifySymbolUses(SymbolTableCollection& t) {
   if (failed(lookupWeight(*this, t, getGateAttr(), "gate", {features(getResult()), features(getInput())})))
     return failure();
   return lookupWeight(*this, t, getUpAttr(), "up", {features(getResult()), features(getInput())});
-}
-
-LogicalResult AttentionOp::verifySymbolUses(SymbolTableCollection& t) {
-  if (!getKNormAttr()) return success();
-  return lookupWeight(*this, t, getKNormAttr(), "k_norm", {getHeadDimAttr().getInt()});
 }
 
 LogicalResult NormResidualOp::verifySymbolUses(SymbolTableCollection& t) {
@@ -238,7 +233,7 @@ LogicalResult RopeOp::verify() {
 }
 
 LogicalResult KVWriteOp::verify() {
-  if (getKey() && getKey().getType() != getValue().getType())
+  if (getKey().getType() != getValue().getType())
     return emitOpError("key and value must have the same type");
   if (getWindowAttr().getInt() < 0) return emitOpError("window must be >= 0 (0 = full attention)");
   if (getLayerAttr().getInt() < 0) return emitOpError("layer must be >= 0");
@@ -285,8 +280,6 @@ LogicalResult AttentionOp::verify() {
   if (failed(checkFeatures(*this, "query", features(getQuery()), getNumHeadsAttr().getInt() * getHeadDimAttr().getInt()))) return failure();
   if (getQuery().getType() != getResult().getType()) return emitOpError("result type must match the query type");
   if (getWindowAttr().getInt() < 0) return emitOpError("window must be >= 0 (0 = full attention)");
-  if (getKFromV() && (!getKNorm() || !getRotaryPairsAttr().getInt() || !getRopeTheta()))
-    return emitOpError("k_from_v needs k_norm, rotary_pairs and rope_theta to recompute K");
   return success();
 }
 
@@ -306,8 +299,6 @@ LogicalResult QKNormRopeKVWriteOp::verify() {
   if (getRotaryPairsAttr().getInt() < 0 || getRotaryPairsAttr().getInt() > d / 2)
     return emitOpError("rotary_pairs must be in [0, head_dim/2]");
   if (getWindowAttr().getInt() < 0) return emitOpError("window must be >= 0 (0 = full attention)");
-  if (getVOnly() && getKRaw() != getVRaw())
-    return emitOpError("v_only (K recomputed from V) needs k_raw and v_raw to be the same value");
   return success();
 }
 

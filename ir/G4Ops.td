@@ -66,20 +66,19 @@ def G4_KVBufferOp : G4_Op<"kv_buffer", [Symbol, HasParent<"::mlir::ModuleOp">]> 
     tokens shared by all sequences. A paged sliding layer carries its `window`:
     its blocks come from the window pool, which takes a sequence's blocks back as
     they leave the window (a sequence holds at most
-    ceil((window - 1 + max chunk) / block_size) + 1 of them). `stores_key = false` means only V is
-    stored and the attention kernel recomputes K = rope(V * k_norm).
+    ceil((window - 1 + max chunk) / block_size) + 1 of them). Every token stores K and V.
     `bytes_per_token` is the BF16 size of one token's entries; `pool_bytes`
     the device bytes of the whole buffer.
 
     Example:
     ```mlir
     g4.kv_buffer @kv.layer0 {layer = 0 : i64, kind = "ring", num_kv_heads = 8 : i64,
-        head_dim = 256 : i64, stores_key = true, bytes_per_token = 8192 : i64,
+        head_dim = 256 : i64, bytes_per_token = 8192 : i64,
         capacity = 1279 : i64, max_seqs = 4 : i64, pool_bytes = 41910272 : i64}
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$layer, StrAttr:$kind,
-                       I64Attr:$num_kv_heads, I64Attr:$head_dim, BoolAttr:$stores_key,
+                       I64Attr:$num_kv_heads, I64Attr:$head_dim,
                        I64Attr:$bytes_per_token, I64Attr:$pool_bytes,
                        OptionalAttr<I64Attr>:$capacity, OptionalAttr<I64Attr>:$max_seqs,
                        OptionalAttr<I64Attr>:$block_size, OptionalAttr<I64Attr>:$num_blocks,
@@ -213,8 +212,7 @@ def G4_KVWriteOp : G4_Op<"kv_write"> {
   let description = [{
     Writes row t of `key` / `value` at position `positions[t]` of its
     sequence in the cache of `layer`. `window` is the layer's sliding window
-    (0 for full layers). Without `key` only V is stored (K = V planned by
-    g4-plan-kv; the attention kernel recomputes K from V).
+    (0 for full layers).
 
     Example:
     ```mlir
@@ -222,10 +220,10 @@ def G4_KVWriteOp : G4_Op<"kv_write"> {
         {layer = 0 : i64, window = 1024 : i64} : tensor<?xi32>
     ```
   }];
-  let arguments = (ins G4_Ids:$positions, Optional<G4_Act>:$key, G4_Act:$value,
+  let arguments = (ins G4_Ids:$positions, G4_Act:$key, G4_Act:$value,
                        I64Attr:$layer, I64Attr:$window);
   let assemblyFormat = [{
-    $positions (`key` `(` $key^ `:` type($key) `)`)? `value` `(` $value `:` type($value) `)`
+    $positions `key` `(` $key `:` type($key) `)` `value` `(` $value `:` type($value) `)`
     attr-dict `:` type($positions)
   }];
   let hasVerifier = 1;
@@ -465,13 +463,12 @@ def G4_GateUpOp : G4_Op<"gate_up", [Pure, G4_WeightUser]> {
   let assemblyFormat = "$input `,` $gate `,` $up attr-dict `:` type($input) `->` type($result)";
 }
 
-def G4_AttentionOp : G4_Op<"attention", [G4_WeightUser]> {
+def G4_AttentionOp : G4_Op<"attention"> {
   let summary = "fused attention over a layer's KV cache";
   let description = [{
     scores -> mask -> softmax -> pv reading K/V of `layer` from its cache:
     `window` (0 = causal full attention), GQA with contiguous groups, scale
-    (1.0 for Gemma 4). With `k_from_v` the cache holds only V and the kernel
-    recomputes K = rope(V * k_norm) with the given rope parameters.
+    (1.0 for Gemma 4).
 
     Example:
     ```mlir
@@ -481,9 +478,7 @@ def G4_AttentionOp : G4_Op<"attention", [G4_WeightUser]> {
     ```
   }];
   let arguments = (ins G4_Act:$query, G4_Ids:$positions, I64Attr:$layer, I64Attr:$window,
-                       I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$head_dim, F64Attr:$scale,
-                       UnitAttr:$k_from_v, OptionalAttr<FlatSymbolRefAttr>:$k_norm,
-                       OptionalAttr<I64Attr>:$rotary_pairs, OptionalAttr<F64Attr>:$rope_theta);
+                       I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$head_dim, F64Attr:$scale);
   let results = (outs G4_Act:$result);
   let assemblyFormat = "$query `,` $positions attr-dict `:` type($query) `,` type($positions) `->` type($result)";
   let hasVerifier = 1;
@@ -520,9 +515,6 @@ def G4_QKNormRopeKVWriteOp : G4_Op<"qk_norm_rope_kv_write", [G4_WeightUser,
     `q = rope(rms_head(q_raw, q_norm))` is the result; `k = rope(rms_head(k_raw,
     k_norm))` and `v = rms_head(v_raw)` (no weight, no RoPE) are written to the
     cache of `layer`. On k_eq_v layers `v_raw` is the same value as `k_raw`.
-    With `v_only` (a layer planned with K=V stored once: its g4.attention has
-    `k_from_v`) only `v` is written; K is not formed here, the attention
-    recomputes it from V and `k_norm`.
 
     Example:
     ```mlir
@@ -535,8 +527,7 @@ def G4_QKNormRopeKVWriteOp : G4_Op<"qk_norm_rope_kv_write", [G4_WeightUser,
   let arguments = (ins G4_Act:$q_raw, G4_Act:$k_raw, G4_Act:$v_raw, G4_Ids:$positions,
                        FlatSymbolRefAttr:$q_norm, FlatSymbolRefAttr:$k_norm, F64Attr:$eps,
                        I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$head_dim,
-                       I64Attr:$rotary_pairs, F64Attr:$rope_theta, I64Attr:$layer, I64Attr:$window,
-                       UnitAttr:$v_only);
+                       I64Attr:$rotary_pairs, F64Attr:$rope_theta, I64Attr:$layer, I64Attr:$window);
   let results = (outs G4_Act:$result);
   let assemblyFormat = [{
     $q_raw `,` $k_raw `,` $v_raw `,` $positions attr-dict `:` type($q_raw) `,` type($k_raw) `,` type($positions)

@@ -109,9 +109,8 @@ int LayerGeometry::rotary_pairs() const {
   return int(rope.partial_rotary_factor * (head_dim / 2));
 }
 
-size_t LayerGeometry::kv_bytes_per_token(bool kv_shared) const {
-  size_t per = size_t(num_kv_heads) * size_t(head_dim) * dtype_size(DType::BF16);
-  return (k_eq_v && kv_shared) ? per : 2 * per;
+size_t LayerGeometry::kv_bytes_per_token() const {
+  return 2 * size_t(num_kv_heads) * size_t(head_dim) * dtype_size(DType::BF16);
 }
 
 double ModelConfig::embed_scale() const { return std::sqrt(double(hidden_size)); }
@@ -132,10 +131,10 @@ size_t ModelConfig::num_parameters() const {
   return n;
 }
 
-size_t ModelConfig::kv_bytes_per_token(LayerKind kind, bool kv_shared) const {
+size_t ModelConfig::kv_bytes_per_token(LayerKind kind) const {
   size_t n = 0;
   for (const LayerGeometry& g : layers)
-    if (g.kind == kind) n += g.kv_bytes_per_token(kv_shared);
+    if (g.kind == kind) n += g.kv_bytes_per_token();
   return n;
 }
 

@@ -41,8 +41,8 @@ struct LayerGeometry {
   RopeParams rope;
   // Number of rotated (j, j+D/2) pairs: D/2 for default RoPE, int(p*D/2) for proportional.
   int rotary_pairs() const;
-  // Bytes per token of this layer's KV cache in BF16 (K and V; V only once if kv_shared).
-  size_t kv_bytes_per_token(bool kv_shared = false) const;
+  // Bytes per token of this layer's KV cache in BF16 (K and V).
+  size_t kv_bytes_per_token() const;
 };
 
 struct ModelConfig {
@@ -76,7 +76,7 @@ struct ModelConfig {
   // sqrt(hidden) rounded to bf16, as HF's bf16 run uses it (62.0 for 12B).
   double embed_scale_bf16() const;
   // KV-cache bytes per token (BF16) summed over all layers of one kind.
-  size_t kv_bytes_per_token(LayerKind kind, bool kv_shared = false) const;
+  size_t kv_bytes_per_token(LayerKind kind) const;
   // Number of stored elements: parameters plus the layer_scalar buffers (embedding once when tied).
   size_t num_parameters() const;
   // One-paragraph human summary (layers, heads, windows, KV bytes/token...).

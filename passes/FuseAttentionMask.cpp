@@ -35,9 +35,7 @@ struct FuseAttentionMaskPass : impl::FuseAttentionMaskBase<FuseAttentionMaskPass
       // Gemma 4 attention uses scale 1.0: the q/k norms replace 1/sqrt(head_dim).
       auto attn = AttentionOp::create(b, pv.getLoc(), pv.getType(), qk.getQuery(), mask.getPositions(),
                                       read.getLayerAttr(), mask.getWindowAttr(), pv.getNumHeadsAttr(),
-                                      pv.getNumKvHeadsAttr(), pv.getHeadDimAttr(), b.getF64FloatAttr(1.0),
-                                      /*k_from_v=*/UnitAttr(), /*k_norm=*/FlatSymbolRefAttr(),
-                                      /*rotary_pairs=*/IntegerAttr(), /*rope_theta=*/FloatAttr());
+                                      pv.getNumKvHeadsAttr(), pv.getHeadDimAttr(), b.getF64FloatAttr(1.0));
       copyLayer(pv, attn);
       pv.replaceAllUsesWith(attn.getResult());
       pv.erase();

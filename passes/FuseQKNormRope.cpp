@@ -1,7 +1,5 @@
 // g4-fuse-qk-norm-rope: rope(rms(q_raw, @q_norm)), kv_write(rope(rms(k_raw, @k_norm)),
-// rms(v_raw)) -> one g4.qk_norm_rope_kv_write returning q. On a layer g4-plan-kv stored
-// K=V once (its attention has k_from_v, its kv_write only a value rms(k_raw)) the fused op
-// is `v_only`, with the attention's k_norm and rope.
+// rms(v_raw)) -> one g4.qk_norm_rope_kv_write returning q.
 #include "passes/PassUtils.h"
 #include "passes/Passes.h"
 
@@ -29,34 +27,6 @@ std::optional<NormRope> matchNormRope(Value v) {
 }
 
 struct FuseQKNormRopePass : impl::FuseQKNormRopeBase<FuseQKNormRopePass> {
-  // kv_write(value = rms(raw)) of a k_from_v layer + its query's norm/rope -> v_only fused op.
-  static void fuseValueOnly(KVWriteOp write, AttentionOp attn) {
-    if (write.getKey()) return;
-    auto q = matchNormRope(attn.getQuery());
-    auto v = write.getValue().getDefiningOp<RmsNormOp>();
-    if (!q || !v || v.getWeightAttr() || !attn.getKNormAttr() || !attn.getRotaryPairsAttr() || !attn.getRopeThetaAttr())
-      return;
-    const int64_t d = attn.getHeadDim();
-    if (q->rope.getHeadDim() != d || v.getGroup() != d) return;
-    // The query's rope must be the one the attention applies to the recomputed K.
-    if (q->rope.getRotaryPairs() != attn.getRotaryPairsAttr().getInt() ||
-        q->rope.getTheta() != attn.getRopeThetaAttr().getValue() || q->norm.getEps() != v.getEps())
-      return;
-    if (q->rope.getPositions() != write.getPositions() || !q->rope->hasOneUse() || !q->norm->hasOneUse()) return;
-    OpBuilder b(write);
-    auto fused = QKNormRopeKVWriteOp::create(
-        b, write.getLoc(), attn.getQuery().getType(), q->norm.getInput(), v.getInput(), v.getInput(),
-        write.getPositions(), q->norm.getWeightAttr(), attn.getKNormAttr(), v.getEpsAttr(), attn.getNumHeadsAttr(),
-        attn.getNumKvHeadsAttr(), attn.getHeadDimAttr(), attn.getRotaryPairsAttr(),
-        attn.getRopeThetaAttr(), write.getLayerAttr(), write.getWindowAttr(),
-        b.getUnitAttr());
-    copyLayer(write, fused);
-    attn.getQueryMutable().assign(fused.getResult());
-    write.erase();
-    for (Operation* op : {q->rope.getOperation(), q->norm.getOperation(), v.getOperation()})
-      if (op->use_empty()) op->erase();
-  }
-
   void runOnOperation() override {
     llvm::DenseMap<int64_t, AttentionOp> attentionOf;
     getOperation().walk([&](AttentionOp op) { attentionOf[op.getLayer()] = op; });
@@ -65,11 +35,6 @@ struct FuseQKNormRopePass : impl::FuseQKNormRopeBase<FuseQKNormRopePass> {
     for (KVWriteOp write : writes) {
       AttentionOp attn = attentionOf.lookup(write.getLayer());
       if (!attn) continue;
-      if (attn.getKFromV()) {
-        fuseValueOnly(write, attn);
-        continue;
-      }
-      if (!write.getKey()) continue;
       auto q = matchNormRope(attn.getQuery());
       auto k = matchNormRope(write.getKey());
       auto v = write.getValue().getDefiningOp<RmsNormOp>();
@@ -88,7 +53,7 @@ struct FuseQKNormRopePass : impl::FuseQKNormRopeBase<FuseQKNormRopePass> {
           b, write.getLoc(), attn.getQuery().getType(), q->norm.getInput(), k->norm.getInput(), v.getInput(),
           write.getPositions(), q->norm.getWeightAttr(), k->norm.getWeightAttr(), k->norm.getEpsAttr(),
           attn.getNumHeadsAttr(), attn.getNumKvHeadsAttr(), attn.getHeadDimAttr(), k->rope.getRotaryPairsAttr(),
-          k->rope.getThetaAttr(), write.getLayerAttr(), write.getWindowAttr(), /*v_only=*/UnitAttr());
+          k->rope.getThetaAttr(), write.getLayerAttr(), write.getWindowAttr());
       copyLayer(write, fused);
       attn.getQueryMutable().assign(fused.getResult());
       write.erase();

@@ -66,8 +66,7 @@ def FuseQKNormRope : Pass<"g4-fuse-qk-norm-rope", "::mlir::ModuleOp"> {
     Matches `kv_write(key = rope(rms(k_raw, @k_norm)), value = rms(v_raw))` and
     the query `rope(rms(q_raw, @q_norm))` of the same layer's g4.attention, and
     replaces them with one op that returns q and writes K/V (the runtime's
-    QkNormRopeKvWrite kernel). Layers whose cache stores V only (k_from_v) are
-    left alone.
+    QkNormRopeKvWrite kernel).
   }];
 }
 
@@ -77,10 +76,8 @@ def PlanKV : Pass<"g4-plan-kv", "::mlir::ModuleOp"> {
     Adds a `g4.kv_buffer` per `g4.kv_write`: sliding layers get a ring of
     window - 1 + max-chunk tokens per sequence, full layers a pool of paged
     blocks (`block-size` tokens; max-seqs * ceil(max-seq-len / block-size)
-    blocks). With `kv-shared`, layers whose V is rms(k_raw) and K is
-    rope(rms(k_raw, k_norm)) store V only: the kv_write loses its key and the
-    attention op gets `k_from_v` (K recomputed by the kernel). Sets the module
-    attribute `g4.kv` with bytes/token per layer kind and the total pool bytes.
+    blocks). Sets the module attribute `g4.kv` with bytes/token per layer kind
+    and the total pool bytes.
     `sliding-kv=paged` (and `auto`) gives sliding layers paged blocks too, from
     a window pool of their own (the buffer carries its `window`): a sequence
     holds only its own length there, and its blocks go back to the pool as they
@@ -95,7 +92,6 @@ def PlanKV : Pass<"g4-plan-kv", "::mlir::ModuleOp"> {
     Option<"maxChunk", "max-chunk", "int64_t", "256", "largest prefill chunk (tokens per sequence per step)">,
     Option<"maxSeqs", "max-seqs", "int64_t", "4", "sequences alive at once (decode batch)">,
     Option<"maxSeqLen", "max-seq-len", "int64_t", "2048", "longest sequence (prompt + generated)">,
-    Option<"kvShared", "kv-shared", "bool", "false", "store K=V once on k_eq_v layers (K recomputed from V)">,
     Option<"slidingKv", "sliding-kv", "std::string", "\"auto\"",
            "sliding layers' KV: ring (window - 1 + max-chunk slots per sequence), or paged / auto (blocks of a window pool, taken as a sequence grows and returned as they leave the window)">
   ];

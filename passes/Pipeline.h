@@ -16,7 +16,6 @@ struct PipelineOptions {
   int64_t max_chunk = 256;       // prefill chunk, tokens per sequence per step
   int64_t max_seq_len = 2048;    // prompt + generated
   int64_t kv_block_size = 16;    // paged block size of full layers
-  bool kv_shared = false;        // K=V stored once on k_eq_v layers
   std::string sliding_kv = "auto";  // sliding layers' KV: ring | paged | auto (g4-plan-kv)
   bool fuse_gate_up = true;
   int64_t context_mib = 512, workspace_mib = 64, graph_pool_mib = 32;

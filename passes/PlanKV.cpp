@@ -1,5 +1,5 @@
 // g4-plan-kv: one g4.kv_buffer per layer (paged blocks, or rings for sliding
-// layers), optionally storing K=V once on k_eq_v layers.
+// layers).
 #include <algorithm>
 #include "passes/PassUtils.h"
 #include "passes/Passes.h"
@@ -16,24 +16,6 @@ namespace g4c::passes {
 namespace {
 
 constexpr int64_t kBf16Bytes = 2;  // KV caches are BF16
-
-// K = rope(rms(k_raw, @k_norm)) and V = rms(k_raw) (no weight): K is a function
-// of V, so V alone can be stored. Returns the k_norm weight and the rope op.
-struct SharedKV {
-  RmsNormOp keyNorm;
-  RopeOp rope;
-};
-std::optional<SharedKV> matchSharedKV(KVWriteOp write) {
-  if (!write.getKey()) return std::nullopt;
-  auto rope = write.getKey().getDefiningOp<RopeOp>();
-  auto keyNorm = rope ? rope.getInput().getDefiningOp<RmsNormOp>() : RmsNormOp();
-  auto valueNorm = write.getValue().getDefiningOp<RmsNormOp>();
-  if (!keyNorm || !valueNorm || !keyNorm.getWeightAttr() || valueNorm.getWeightAttr()) return std::nullopt;
-  if (keyNorm.getInput() != valueNorm.getInput() || keyNorm.getGroup() != valueNorm.getGroup() ||
-      keyNorm.getEps() != valueNorm.getEps() || rope.getPositions() != write.getPositions())
-    return std::nullopt;
-  return SharedKV{keyNorm, rope};
-}
 
 struct PlanKVPass : impl::PlanKVBase<PlanKVPass> {
   using PlanKVBase::PlanKVBase;
@@ -59,7 +41,7 @@ struct PlanKVPass : impl::PlanKVBase<PlanKVPass> {
 
     OpBuilder b(module.getBodyRegion());
     b.setInsertionPointToStart(module.getBody());
-    int64_t slidingBytes = 0, fullBytes = 0, totalPool = 0, sharedLayers = 0, windowPool = 0, fullPool = 0;
+    int64_t slidingBytes = 0, fullBytes = 0, totalPool = 0, windowPool = 0, fullPool = 0;
     llvm::DenseSet<int64_t> seen;
     for (KVWriteOp write : writes) {
       const int64_t layer = write.getLayer();
@@ -91,23 +73,7 @@ struct PlanKVPass : impl::PlanKVBase<PlanKVPass> {
                             << " x " << headDim;
         return signalPassFailure();
       }
-
-      bool storesKey = write.getKey() != nullptr;
-      if (kvShared && storesKey && attn) {
-        if (auto shared = matchSharedKV(write)) {
-          // The kernel recomputes K = rope(V * k_norm): hand it the weight and the rope.
-          attn.setKFromV(true);
-          attn.setKNormAttr(shared->keyNorm.getWeightAttr());
-          attn.setRotaryPairsAttr(shared->rope.getRotaryPairsAttr());
-          attn.setRopeThetaAttr(shared->rope.getThetaAttr());
-          write.getKeyMutable().clear();
-          if (shared->rope->use_empty()) shared->rope.erase();
-          if (shared->keyNorm->use_empty()) shared->keyNorm.erase();
-          storesKey = false;
-          ++sharedLayers;
-        }
-      }
-      const int64_t perToken = (storesKey ? 2 : 1) * kvFeatures * kBf16Bytes;
+      const int64_t perToken = 2 * kvFeatures * kBf16Bytes;  // K and V
       // A chunk of C new tokens still needs the W-1 keys before its first token.
       const int64_t ringCapacity = write.getWindow() - 1 + maxChunk;
       const bool sliding = write.getWindow() > 0 && slidingKv == "ring";
@@ -118,9 +84,9 @@ struct PlanKVPass : impl::PlanKVBase<PlanKVPass> {
         const int64_t pool = capacity * perToken * maxSeqs;
         buffer = KVBufferOp::create(b, write.getLoc(), name, b.getI64IntegerAttr(layer), b.getStringAttr("ring"),
                                     b.getI64IntegerAttr(kvHeads), b.getI64IntegerAttr(headDim),
-                                    b.getBoolAttr(storesKey), b.getI64IntegerAttr(perToken),
-                                    b.getI64IntegerAttr(pool), b.getI64IntegerAttr(capacity),
-                                    b.getI64IntegerAttr(maxSeqs), IntegerAttr(), IntegerAttr(), IntegerAttr());
+                                    b.getI64IntegerAttr(perToken), b.getI64IntegerAttr(pool),
+                                    b.getI64IntegerAttr(capacity), b.getI64IntegerAttr(maxSeqs), IntegerAttr(),
+                                    IntegerAttr(), IntegerAttr());
         slidingBytes += perToken;
         totalPool += pool;
       } else {
@@ -135,9 +101,8 @@ struct PlanKVPass : impl::PlanKVBase<PlanKVPass> {
         const int64_t pool = blocks * blockSize * perToken;
         buffer = KVBufferOp::create(b, write.getLoc(), name, b.getI64IntegerAttr(layer), b.getStringAttr("paged"),
                                     b.getI64IntegerAttr(kvHeads), b.getI64IntegerAttr(headDim),
-                                    b.getBoolAttr(storesKey), b.getI64IntegerAttr(perToken),
-                                    b.getI64IntegerAttr(pool), IntegerAttr(), IntegerAttr(),
-                                    b.getI64IntegerAttr(blockSize), b.getI64IntegerAttr(blocks),
+                                    b.getI64IntegerAttr(perToken), b.getI64IntegerAttr(pool), IntegerAttr(),
+                                    IntegerAttr(), b.getI64IntegerAttr(blockSize), b.getI64IntegerAttr(blocks),
                                     write.getWindow() > 0 ? b.getI64IntegerAttr(write.getWindow()) : IntegerAttr());
         (write.getWindow() > 0 ? slidingBytes : fullBytes) += perToken;
         (write.getWindow() > 0 ? windowPool : fullPool) += pool;
@@ -151,7 +116,6 @@ struct PlanKVPass : impl::PlanKVBase<PlanKVPass> {
         b.getNamedAttr("pool_bytes", b.getI64IntegerAttr(totalPool)),
         b.getNamedAttr("window_pool_bytes", b.getI64IntegerAttr(windowPool)),
         b.getNamedAttr("full_pool_bytes", b.getI64IntegerAttr(fullPool)),
-        b.getNamedAttr("k_from_v_layers", b.getI64IntegerAttr(sharedLayers)),
         b.getNamedAttr("block_size", b.getI64IntegerAttr(blockSize)),
         b.getNamedAttr("max_chunk", b.getI64IntegerAttr(maxChunk)),
         b.getNamedAttr("max_seqs", b.getI64IntegerAttr(maxSeqs)),

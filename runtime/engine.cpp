@@ -27,7 +27,6 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, std
     ro.max_chunk_tokens = options.reference_max_chunk_tokens > 0 ? options.reference_max_chunk_tokens
                                                                  : std::max(256, std::min(options.max_seq_len, budget));
     ro.max_seq_len = options.max_seq_len;
-    ro.kv_shared = options.reference_kv_shared;
     plan = plan::build_reference_plan(cfg, *ckpt, ro);
   }
   plan::verify_plan_matches(*plan, cfg, *ckpt);  // before any weight is read
@@ -46,7 +45,7 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, std
   const int block = std::max(1, (*plan)->kv_block_size());
   double seq_bytes = 0;  // host KV of one max_seq_len sequence (CPU backend: fp32)
   for (const auto* l : *(*plan)->kv()) {
-    const double row = double(l->num_kv_heads()) * l->head_dim() * 4 * (l->kv_shared() ? 1 : 2);
+    const double row = double(l->num_kv_heads()) * l->head_dim() * 4 * 2;  // K and V, fp32
     if (l->kind() == plan::fb::KvKind::Ring) {
       seq_bytes += row * l->capacity();
     } else if (l->window() > 0) {

@@ -65,9 +65,6 @@ struct EngineOptions {
   // 0: max(256, min(max_seq_len, token budget)), so one step can prefill a whole calibration
   // sequence when the budget allows it.
   int reference_max_chunk_tokens = 0;
-  // Only when open() builds the reference plan: K=V stored once on k_eq_v layers
-  // (ReferenceOptions::kv_shared).
-  bool reference_kv_shared = false;
 };
 
 struct RunStats {

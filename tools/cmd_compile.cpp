@@ -86,9 +86,9 @@ void run_compile(const CompileArgs& args) {
               (long long)attention, (long long)linears, (long long)int4_linears, (long long)streamed);
   if (auto kv = (*module)->getAttrOfType<mlir::DictionaryAttr>("g4.kv")) {
     auto get = [&](const char* k) { return double(kv.getAs<mlir::IntegerAttr>(k).getInt()) / 1024.0; };
-    std::printf("KV: sliding layers %.2f KiB/token, full layers %.2f KiB/token%s; %d sequences, chunk %lld\n",
-                get("sliding_bytes_per_token"), get("full_bytes_per_token"),
-                opts.kv_shared ? " (K=V stored once)" : "", int(opts.max_seqs), (long long)opts.max_chunk);
+    std::printf("KV: sliding layers %.2f KiB/token, full layers %.2f KiB/token; %d sequences, chunk %lld\n",
+                get("sliding_bytes_per_token"), get("full_bytes_per_token"), int(opts.max_seqs),
+                (long long)opts.max_chunk);
   }
   passes::MemoryTable table;
   if (passes::readMemoryTable(*module, &table)) std::printf("%s", passes::formatMemoryTable(table).c_str());
@@ -143,7 +143,6 @@ void add_compile_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-sequence-length", args->pipeline.max_seq_len, "longest sequence")->capture_default_str();
   cmd->add_option("--kv-block-size", args->pipeline.kv_block_size, "paged KV block size")->capture_default_str();
-  cmd->add_flag("--kv-shared", args->pipeline.kv_shared, "store K=V once on k_eq_v layers (K recomputed)");
   cmd->add_option("--context-mib", args->pipeline.context_mib, "CUDA context estimate")->capture_default_str();
   cmd->add_option("--workspace-mib", args->pipeline.workspace_mib, "workspace estimate")->capture_default_str();
   cmd->add_option("--graph-pool-mib", args->pipeline.graph_pool_mib, "CUDA graph pool estimate")

@@ -10,7 +10,6 @@
 
 #include "models/target_clones.h"
 #include "runtime/cpu/gemm.h"
-#include "runtime/cpu/kernels.h"
 
 namespace g4c::runtime::cpu {
 namespace {
@@ -76,8 +75,7 @@ void attention(ThreadPool& pool, const BatchDesc& batch, const float* q, float* 
   }
   const int group = Hq / Hkv;
   pool.parallel_for(int64_t(blocks.size()) * Hkv, 1, [&](int64_t job0, int64_t job1) {
-    thread_local std::vector<float> kt, vr, s, kr;
-    thread_local std::vector<int32_t> kpos;
+    thread_local std::vector<float> kt, vr, s;
     for (int64_t job = job0; job < job1; ++job) {
       const auto [r0, r1] = blocks[size_t(job / Hkv)];
       const int g = int(job % Hkv), seq = batch.seq_of_row[r0];
@@ -88,22 +86,8 @@ void attention(ThreadPool& pool, const BatchDesc& batch, const float* q, float* 
       s.resize(size_t(nk));
       for (int j = 0; j < nk; ++j) {
         const size_t at = kv.index(seq, lo + j) + size_t(g) * D;
-        if (kv.k)
-          for (int e = 0; e < D; ++e) kt[size_t(e) * nk + j] = kv.k[at + e];
+        for (int e = 0; e < D; ++e) kt[size_t(e) * nk + j] = kv.k[at + e];
         std::memcpy(&vr[size_t(j) * D], kv.v + at, size_t(D) * 4);
-      }
-      if (!kv.k) {
-        // K=V once: the key at logical index p was written at position p, so K = rope(V ⊙ w, p) —
-        // the same fp32 products as rms_norm(x, w) = (x·inv)·w followed by rope (bitwise).
-        kr.resize(size_t(nk) * D);
-        kpos.resize(size_t(nk));
-        for (int j = 0; j < nk; ++j) {
-          kpos[size_t(j)] = lo + j;
-          for (int e = 0; e < D; ++e) kr[size_t(j) * D + e] = vr[size_t(j) * D + e] * kv.k_norm[e];
-        }
-        rope(kr.data(), nk, D, kpos.data(), D, kv.rotary_pairs, kv.rope_theta);
-        for (int j = 0; j < nk; ++j)
-          for (int e = 0; e < D; ++e) kt[size_t(e) * nk + j] = kr[size_t(j) * D + e];
       }
       for (int r = r0; r < r1; ++r) {
         const int t = batch.positions[r];

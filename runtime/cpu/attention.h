@@ -11,13 +11,10 @@
 namespace g4c::runtime::cpu {
 
 struct KvRows {
-  const float* k;  // K rows; null on a K=V-once layer: K = rope(V ⊙ k_norm) at the key's position
+  const float* k;  // K rows
   const float* v;  // V rows
   // Float offset of the row of (batch sequence, position) in k / v.
   std::function<size_t(int seq, int pos)> index;
-  const float* k_norm = nullptr;  // [head_dim] (k == nullptr)
-  int rotary_pairs = 0;
-  double rope_theta = 0;
 };
 
 // o[r, h·D..] = Σ_j softmax_j(scale · q_h·k_j) v_j over the keys j visible to row r:

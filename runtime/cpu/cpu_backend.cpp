@@ -15,7 +15,7 @@ using plan::fb::KernelId;
 namespace fb = plan::fb;
 
 // KV storage of one layer: K and V as [units][tokens per unit][Hkv*D] where a unit is a
-// ring (Ring layers) or a block (Paged layers). K=V-once layers (kv_shared) hold V only.
+// ring (Ring layers) or a block (Paged layers).
 struct KvStore {
   fb::KvKind kind;
   bool windowed = false;  // Paged with a window: blocks of the window pool
@@ -43,7 +43,7 @@ class CpuBackend final : public Backend {
                            : s.windowed                  ? sizes.window_blocks
                                                          : sizes.num_blocks;
       const size_t n = units * s.unit * s.row;
-      if (!l->kv_shared()) allocate(s.k, n, "KV cache (K)");
+      allocate(s.k, n, "KV cache (K)");
       allocate(s.v, n, "KV cache (V)");
       kv_.push_back(std::move(s));
     }
@@ -137,7 +137,7 @@ class CpuBackend final : public Backend {
     auto& s = kv_[kv_layer];
     for (int r = 0; r < batch_->num_tokens(); ++r) {
       size_t at = kv_index(s, batch_->seq_of_row[r], batch_->positions[r]);
-      if (!s.k.empty()) std::memcpy(&s.k[at], k + size_t(r) * s.row, s.row * 4);
+      std::memcpy(&s.k[at], k + size_t(r) * s.row, s.row * 4);
       std::memcpy(&s.v[at], v + size_t(r) * s.row, s.row * 4);
     }
   }
@@ -145,14 +145,7 @@ class CpuBackend final : public Backend {
   void attention(const fb::Step& st) {
     const auto* a = st.attrs();
     const KvStore& s = kv_[a->kv_layer()];
-    cpu::KvRows rows{s.k.empty() ? nullptr : s.k.data(), s.v.data(),
-                     [&](int seq, int pos) { return kv_index(s, seq, pos); }};
-    if (a->k_from_v()) {  // K = rope(V ⊙ k_norm), formed from the V rows (KERNELS.md, Attention)
-      rows.k_norm = weight(st, 0);
-      rows.rotary_pairs = a->rotary_pairs();
-      rows.rope_theta = a->rope_theta();
-    }
-    if (!rows.k && !rows.k_norm) throw Error("cpu backend: attention over a V-only cache without k_from_v");
+    const cpu::KvRows rows{s.k.data(), s.v.data(), [&](int seq, int pos) { return kv_index(s, seq, pos); }};
     cpu::attention(pool_, *batch_, val(in(st, 0)), val(out(st, 0)), a->num_q_heads(), a->num_kv_heads(),
                    a->head_dim(), a->window(), a->scale(), rows);
   }
@@ -203,10 +196,8 @@ class CpuBackend final : public Backend {
         v.resize(values_[v_raw].size());
         k.resize(values_[k_raw].size());
         cpu::rms_norm(val(v_raw), v.data(), T, cols(v_raw), D, nullptr, a->eps());
-        if (!a->k_from_v()) {  // k_from_v: V only is stored, the attention recomputes K
-          cpu::rms_norm(val(k_raw), k.data(), T, cols(k_raw), D, weight(st, 1), a->eps());
-          cpu::rope(k.data(), T, cols(k_raw), batch_->positions.data(), D, a->rotary_pairs(), a->rope_theta());
-        }
+        cpu::rms_norm(val(k_raw), k.data(), T, cols(k_raw), D, weight(st, 1), a->eps());
+        cpu::rope(k.data(), T, cols(k_raw), batch_->positions.data(), D, a->rotary_pairs(), a->rope_theta());
         cpu::rms_norm(val(q_raw), val(q), T, cols(q_raw), D, weight(st, 0), a->eps());
         cpu::rope(val(q), T, cols(q), batch_->positions.data(), D, a->rotary_pairs(), a->rope_theta());
         kv_write(a->kv_layer(), k.data(), v.data());

@@ -1,13 +1,14 @@
-// Flash-style attention on tensor cores (API in attention.cuh).
+// Flash-style attention on tensor cores (API in attention.cuh): the prefill-sized chunks at
+// d 64 / 128, and attention(), which sends decode-sized chunks to attention_decode.cu and d 256 /
+// 512 prefill to attention_sm90.cu.
 //
 // Block = NW warps × 16 query rows. A row is one (token, q head) pair; the G = hq/hkv heads of
 // one kv head are consecutive rows, so one K/V tile in shared memory serves the whole GQA
 // group. K/V tiles of 32 keys stream through a 2-stage cp.async pipeline; S = Q·Kᵀ and O += P·V
 // use mma.m16n8k16 (bf16 operands, fp32 accumulators); softmax state (row max, row sum) is fp32
 // in base-2 units. Key tiles outside [first visible key of the block's first query, last
-// query] are never loaded (sliding windows skip them). d = 512 is split over two blocks of
-// 256 output columns each (both compute S over the full 512). Split-KV: blockIdx.z also
-// picks a range of key tiles; partial (O, m, l) go to a workspace and a combine kernel merges.
+// query] are never loaded (sliding windows skip them). Split-KV: blockIdx.z also picks a range
+// of key tiles; partial (O, m, l) go to a workspace and a combine kernel merges.
 #include "runtime/cuda/attention.cuh"
 
 #include "runtime/cuda/attention_impl.cuh"
@@ -15,7 +16,6 @@
 #include "runtime/cuda/common.cuh"
 
 #include <algorithm>
-#include <type_traits>
 
 namespace g4c::cuda {
 using namespace detail;
@@ -29,37 +29,10 @@ struct AttnCfg {
   static constexpr int kK = kBK * D * 2;
   static constexpr int kV = kBK * DV * 2;
   static constexpr int kSmem = kQ + 2 * (kK + kV);
-  static constexpr int kKfv = (D + D / 2) * 4;  // K=V once: k_norm [D] + inv_freq [D/2], fp32
 };
 
-// K=V once: the K tile in smem holds V rows; K_j = rope(bf16(V_j ⊙ w)) at position j, with the
-// roundings of qk_norm_rope_kv_write (fused.cu), so K differs from a stored K only by V's own
-// bf16 rounding before the product.
-template <int D>
-__device__ __forceinline__ void k_from_v_tile(bf16* ks, int tile, const float* sw, const float* sinv,
-                                              int rotary_pairs, int tid, int nthreads) {
-  constexpr int H = D / 2;
-  for (int i = tid; i < kBK * H; i += nthreads) {
-    const int row = i / H, e = i % H;
-    bf16* pa = ks + swz<D>(row, e >> 3) + (e & 7);
-    bf16* pb = ks + swz<D>(row, (e + H) >> 3) + ((e + H) & 7);
-    const float a = rbf(__bfloat162float(*pa) * sw[e]);
-    const float b = rbf(__bfloat162float(*pb) * sw[e + H]);
-    float c = 1.f, s = 0.f;
-    if (e < rotary_pairs) {
-      sincosf(float(tile * kBK + row) * sinv[e], &s, &c);
-      c = rbf(c);
-      s = rbf(s);
-    }
-    *pa = __float2bfloat16(rbf(a * c) + rbf(-b * s));
-    *pb = __float2bfloat16(rbf(b * c) + rbf(a * s));
-  }
-}
-
-// KFV: K=V once (a.kv.k_norm set) — its own instantiations, so the stored-K kernels keep their
-// registers (the in-tile transform with sincosf costs ~100 registers and a stack frame).
-template <int D, int DV, int NW, bool KFV>
-__global__ void __launch_bounds__(NW * 32) attn_kernel(const std::conditional_t<KFV, AttnArgsKfv, AttnArgs> a) {
+template <int D, int DV, int NW>
+__global__ void __launch_bounds__(NW * 32) attn_kernel(const AttnArgs a) {
   using C = AttnCfg<D, DV, NW>;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   bf16* qs = reinterpret_cast<bf16*>(smem_raw);
@@ -94,15 +67,6 @@ __global__ void __launch_bounds__(NW * 32) attn_kernel(const std::conditional_t<
   for (int i = 0; i < DV / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
 
-  // K=V once: k_norm and inv_freq (as fused.cu computes it) after the tiles, published by the
-  // barrier below.
-  float* sw = reinterpret_cast<float*>(smem_raw + C::kSmem);
-  float* sinv = sw + D;
-  if constexpr (KFV) {
-    for (int i = tid; i < D; i += kThreads) sw[i] = __bfloat162float(a.k_norm[i]);
-    for (int i = tid; i < D / 2; i += kThreads)
-      sinv[i] = i < a.rotary_pairs ? 1.f / float(pow(double(a.rope_theta), double(float(2 * i) / float(D)))) : 0.f;
-  }
   if (t_lo < t_hi) calc_slots(t_lo);
   if (t_lo + 1 < t_hi) calc_slots(t_lo + 1);
   __syncthreads();
@@ -117,10 +81,6 @@ __global__ void __launch_bounds__(NW * 32) attn_kernel(const std::conditional_t<
     // Reuses tile's slot buffer: every thread issued tile's loads before the barrier above;
     // the barrier at the end of this iteration publishes it to load_kv(tile + 2).
     if (tile + 2 < t_hi) calc_slots(tile + 2);
-    if constexpr (KFV) {  // the tile's V rows → K in place, then publish
-      k_from_v_tile<D>(ks0 + st * (kBK * D), tile, sw, sinv, a.rotary_pairs, tid, kThreads);
-      __syncthreads();
-    }
     const bf16* ks = ks0 + st * (kBK * D);
     const bf16* vs = vs0 + st * (kBK * DV);
 
@@ -236,21 +196,17 @@ __global__ void attn_combine_kernel(const float* __restrict__ ws_o, const float2
   }
 }
 
-template <int D, int NW, bool KFV = false>
-cudaError_t launch_attn(const AttnArgsKfv& a, int max_q_len, int num_requests, cudaStream_t stream) {
+template <int D, int NW>
+cudaError_t launch_attn(const AttnArgs& a, int max_q_len, int num_requests, cudaStream_t stream) {
   constexpr int DV = D > 256 ? 256 : D;
   using C = AttnCfg<D, DV, NW>;
-  constexpr int kSmem = C::kSmem + (KFV ? C::kKfv : 0);
-  auto kern = attn_kernel<D, DV, NW, KFV>;
+  auto kern = attn_kernel<D, DV, NW>;
   static const cudaError_t attr =  // once per instantiation (one device assumed)
-      cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+      cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
   if (attr != cudaSuccess) return attr;
   const int tq = C::kRows / a.g;
   dim3 grid((max_q_len + tq - 1) / tq, num_requests * a.hkv, a.dv_parts * a.splits);
-  if constexpr (KFV)
-    kern<<<grid, NW * 32, kSmem, stream>>>(a);
-  else
-    kern<<<grid, NW * 32, kSmem, stream>>>(static_cast<const AttnArgs&>(a));
+  kern<<<grid, NW * 32, C::kSmem, stream>>>(a);
   return cudaGetLastError();
 }
 
@@ -269,38 +225,31 @@ bool sm90_split_keys(int d, const AttnBatch& b, int g, int hkv, int splits, cuda
 
 }  // namespace
 
-int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window, int sms, bool k_from_v) {
+int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window, int sms) {
   const int g = hq / hkv;
   if (b.max_q_len * g > 16) return 1;  // prefill-sized: enough blocks without splitting
-  const bool coop = !k_from_v;
-  const long blocks = long(b.num_requests) * hkv * column_parts(d, coop);
+  const long blocks = long(b.num_requests) * hkv * column_parts(d, /*coop=*/true);
   const int keys = window > 0 ? std::min(b.max_kv_len, window + b.max_q_len) : b.max_kv_len;
   const int tiles = std::max(1, (keys + kBK - 1) / kBK);
   const int device_sms = gemm_stream_sms(nullptr);
   const int nsm = sms > 0 ? sms : device_sms;
-  int s;
-  if (coop) {
-    // Cooperative kernel: at most one wave of resident blocks (3 per SM at d ≤ 256, 1 at d 512:
-    // shared memory), down to one key tile per split (fitted to split sweeps). A CUDA graph
-    // (captured with max_kv_len = 2^30) and an eager step then split the same keys alike
-    // whenever the wave exceeds the tiles (bitwise-equal outputs).
-    s = int(long(attn_decode_coop_blocks_per_sm(d)) * nsm / blocks);
-    // Where that many splits cannot run as one cluster per row set (all resident at once), the
-    // splits merge in the combine kernel; with large partial states (rows · d ≥ 4096: 16 KB per
-    // split and row set) a slightly smaller split count whose clusters do fit is faster (measured
-    // at hd512; hd256 lost), its merge done in the kernel (attention_decode.cu). Whole device only.
-    const long rowsets = long(b.num_requests) * hkv;
-    if (long(d) * std::min(16, b.max_q_len * g) >= 4096 && nsm == device_sms && s >= 2 &&
-        attn_decode_combine_cluster(d, s, rowsets, nullptr) == 0) {
-      for (int sc = std::min(s - 1, 8); sc >= 2 && 4 * sc >= 3 * s; --sc)
-        if (attn_decode_combine_cluster(d, sc, rowsets, nullptr) == sc) {
-          s = sc;
-          break;
-        }
-    }
-  } else {
-    // One-warp flash blocks (K from V): ≈8 per SM, down to one 32-key tile per split.
-    s = int((8L * nsm + blocks - 1) / blocks);
+  // Cooperative kernel: at most one wave of resident blocks (3 per SM at d ≤ 256, 1 at d 512:
+  // shared memory), down to one key tile per split (fitted to split sweeps). A CUDA graph
+  // (captured with max_kv_len = 2^30) and an eager step then split the same keys alike
+  // whenever the wave exceeds the tiles (bitwise-equal outputs).
+  int s = int(long(attn_decode_coop_blocks_per_sm(d)) * nsm / blocks);
+  // Where that many splits cannot run as one cluster per row set (all resident at once), the
+  // splits merge in the combine kernel; with large partial states (rows · d ≥ 4096: 16 KB per
+  // split and row set) a slightly smaller split count whose clusters do fit is faster (measured
+  // at hd512; hd256 lost), its merge done in the kernel (attention_decode.cu). Whole device only.
+  const long rowsets = long(b.num_requests) * hkv;
+  if (long(d) * std::min(16, b.max_q_len * g) >= 4096 && nsm == device_sms && s >= 2 &&
+      attn_decode_combine_cluster(d, s, rowsets, nullptr) == 0) {
+    for (int sc = std::min(s - 1, 8); sc >= 2 && 4 * sc >= 3 * s; --sc)
+      if (attn_decode_combine_cluster(d, sc, rowsets, nullptr) == sc) {
+        s = sc;
+        break;
+      }
   }
   return std::max(1, std::min({s, tiles, 64}));
 }
@@ -331,16 +280,10 @@ cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, 
   splits = std::max(1, splits);
   if (splits > 1 && workspace_bytes < attention_workspace_bytes(b, hq, d, splits))
     return cudaErrorInvalidValue;
-  if (kv.k_norm && (kv.rotary_pairs < 0 || 2 * kv.rotary_pairs > d || !(kv.rope_theta > 0.f)))
-    return cudaErrorInvalidValue;
-  AttnArgsKfv a{};
+  AttnArgs a{};
   a.q = q;
   a.out = out;
-  // K=V once: K tiles are loaded from V and transformed in smem.
-  a.kv = {kv.k_norm ? kv.v : kv.k, kv.v, kv.block_table, kv.max_blocks, kv.block_size, kv.ring_base, kv.ring_capacity};
-  a.k_norm = kv.k_norm;
-  a.rotary_pairs = kv.rotary_pairs;
-  a.rope_theta = kv.rope_theta;
+  a.kv = kv;
   a.q_start = b.q_start;
   a.ctx_len = b.ctx_len;
   a.total_q = b.total_q;
@@ -350,8 +293,7 @@ cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, 
   a.window = window;
   a.scale_log2 = scale * kLog2e;
   a.splits = splits;
-  const bool small = b.max_q_len * g <= 16;
-  const bool coop = small && !kv.k_norm;
+  const bool coop = b.max_q_len * g <= 16;  // decode-sized: the cooperative kernel
   a.dv_parts = column_parts(d, coop);
   if (splits > 1) {
     const size_t rows = size_t(splits) * b.total_q * hq;
@@ -364,17 +306,9 @@ cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, 
     const int c = attention_combine_cluster_size(b, hq, hkv, d, splits, stream);
     err = launch_attn_decode_coop(a, d, b.num_requests, ko.pdl, c, stream);
     if (c > 0) return err;
-  } else if (!kv.k_norm && (d == 256 || d == 512)) {
+  } else if (d == 256 || d == 512) {
     err = launch_attn_sm90(a, d, sm90_split_keys(d, b, g, hkv, splits, stream), b.max_q_len, b.num_requests, stream);
-  } else if (kv.k_norm) {  // K=V once: k_eq_v full layers (tiny d 128, 12B d 512)
-    switch (d) {
-      case 128: err = small ? launch_attn<128, 1, true>(a, b.max_q_len, b.num_requests, stream)
-                            : launch_attn<128, 4, true>(a, b.max_q_len, b.num_requests, stream); break;
-      case 512: err = small ? launch_attn<512, 1, true>(a, b.max_q_len, b.num_requests, stream)
-                            : launch_attn<512, 4, true>(a, b.max_q_len, b.num_requests, stream); break;
-      default: return cudaErrorInvalidValue;
-    }
-  } else switch (d) {  // stored K, prefill-sized, d 64 / 128
+  } else switch (d) {  // prefill-sized, d 64 / 128
     case 64: err = launch_attn<64, 4>(a, b.max_q_len, b.num_requests, stream); break;
     case 128: err = launch_attn<128, 4>(a, b.max_q_len, b.num_requests, stream); break;
     default: return cudaErrorInvalidValue;

@@ -24,10 +24,6 @@ using bf16 = __nv_bfloat16;
 // The chunk's own keys must already be in the cache (qk_norm_rope_kv_write). For a ring,
 // ring_capacity ≥ window + q_len − 1 (the chunk's writes must not evict keys its earliest query
 // still sees).
-// K=V once (k_norm != null, k_eq_v layers compiled with --kv-shared): only v is read; each K
-// tile is formed in shared memory as K_j = rope(bf16(V_j ⊙ k_norm)) at position j (the key at
-// logical index j was written at position j), rounded like qk_norm_rope_kv_write (fused.cuh);
-// `k` is ignored. Supported for d ∈ {128, 512} (the full layers' head dims).
 struct KvCache {
   const bf16* k = nullptr;
   const bf16* v = nullptr;
@@ -36,9 +32,6 @@ struct KvCache {
   int block_size = 0;
   const int* ring_base = nullptr;  // device, [requests]
   int ring_capacity = 0;
-  const bf16* k_norm = nullptr;  // device [d]; null: K read from k
-  int rotary_pairs = 0;          // with k_norm: rotated (j, j+d/2) pairs, ≤ d/2
-  float rope_theta = 0.f;        // with k_norm: RoPE base θ
 };
 
 struct AttnBatch {
@@ -51,11 +44,9 @@ struct AttnBatch {
 };
 
 // Heuristic number of KV splits (1 for prefill-sized chunks; more for decode at long context),
-// for the decode kernel the call will take (k_from_v: the cache has k_norm, which takes the flash
-// kernel; else the cooperative kernel). sms: SMs the launch may use (the stream's green
-// context); 0 = the device's.
-int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window = 0, int sms = 0,
-                         bool k_from_v = false);
+// for the cooperative decode kernel. sms: SMs the launch may use (the stream's green context);
+// 0 = the device's.
+int attention_num_splits(const AttnBatch& b, int hq, int hkv, int d, int window = 0, int sms = 0);
 // Workspace (fp32 partial outputs + softmax state) for `splits` > 1; 0 when splits == 1.
 size_t attention_workspace_bytes(const AttnBatch& b, int hq, int d, int splits);
 
@@ -64,16 +55,15 @@ size_t attention_workspace_bytes(const AttnBatch& b, int hq, int d, int splits);
 // 2 ≤ splits ≤ 8, the stream has the whole device and all the clusters are resident at once;
 // else the separate combine kernel merges them through the workspace. Both merges give
 // bitwise-equal outputs (the same fold in split order). The cluster size attention() with these
-// arguments (decode-sized, stored K) merges its splits in on `stream`: `splits`, or 0 = the
-// combine kernel.
+// arguments (decode-sized) merges its splits in on `stream`: `splits`, or 0 = the combine kernel.
 int attention_combine_cluster_size(const AttnBatch& b, int hq, int hkv, int d, int splits, cudaStream_t stream);
 // Clusters of `splits` cooperative decode blocks at head dim d resident at once on `stream`
 // (the occupancy API; 0 when they cannot launch).
 int attention_cluster_capacity(int d, int splits, cudaStream_t stream);
 
-// Kernels: decode-sized chunks (queries · G ≤ 16 per request) with stored K take the cooperative
-// 4-warp kernel of attention_decode.cu; prefill-sized ones at d 256 / 512 the Hopper wgmma kernel
-// of attention_sm90.cu; d 64 / 128 prefill and K from V the flash kernel (mma.sync).
+// Kernels: decode-sized chunks (queries · G ≤ 16 per request) take the cooperative 4-warp kernel
+// of attention_decode.cu; prefill-sized ones at d 256 / 512 the Hopper wgmma kernel of
+// attention_sm90.cu; d 64 / 128 prefill the flash kernel (mma.sync).
 // With ko.pdl (KernelOptions) the cooperative decode kernel may start while the kernel ahead of it
 // runs — it loads its first cached K/V tiles (keys < ctx_len, block table / ring bases) before it
 // waits for that kernel, then Q and the chunk's own keys — and the split combine waits for the

@@ -1,8 +1,10 @@
-// Device-side pieces shared by the attention kernels (attention.cu: the flash kernel for prefill
-// and decode; attention_decode.cu: the cooperative decode kernel): tile size, the shared-memory
-// swizzle, the kernels' argument blocks and the KV slot of a key. Only included from .cu.
+// Device-side pieces shared by the attention kernels (attention.cu: the flash kernel for d 64 / 128
+// prefill; attention_decode.cu: the cooperative decode kernel; attention_sm90.cu: the wgmma prefill
+// kernel): tile size, the shared-memory swizzle, the kernels' argument blocks and the KV slot of a
+// key. Only included from .cu.
 #pragma once
 
+#include "runtime/cuda/attention.cuh"
 #include "runtime/cuda/common.cuh"
 
 namespace g4c::cuda {
@@ -33,35 +35,19 @@ __device__ __forceinline__ int tile_off(int row, int chunk) {
   else return swz<W>(row, chunk);
 }
 
-// The cache as the kernels see it: KvCache without the K=V-once fields (those travel in
-// AttnArgsKfv): a larger parameter block made ptxas spill the stored-K kernels at d 256/512.
-struct KvDev {
-  const bf16* k;
-  const bf16* v;
-  const int* block_table;
-  int max_blocks, block_size;
-  const int* ring_base;
-  int ring_capacity;
-};
-
 struct AttnArgs {
   const bf16* q;
   bf16* out;
   float* ws_o;   // [splits][total_q][hq][d]
   float2* ws_ml; // [splits][total_q][hq]
-  KvDev kv;
+  KvCache kv;
   const int* q_start;
   const int* ctx_len;
   int total_q, hq, hkv, g, window, splits, dv_parts;
   float scale_log2;  // scale · log2(e)
 };
-struct AttnArgsKfv : AttnArgs {
-  const bf16* k_norm;  // [D]
-  int rotary_pairs;
-  float rope_theta;
-};
 
-__device__ __forceinline__ long kv_slot(const KvDev& kv, int r, int j) {
+__device__ __forceinline__ long kv_slot(const KvCache& kv, int r, int j) {
   if (kv.block_table)
     return long(kv.block_table[long(r) * kv.max_blocks + j / kv.block_size]) * kv.block_size +
            j % kv.block_size;
@@ -167,7 +153,7 @@ __device__ __forceinline__ void attn_load_rows(bf16* dst, const bf16* base, cons
 }
 
 // Slots of tile `tile`'s kBK keys into sl[0, kBK) (threads < kBK; −1: key ≥ kend).
-__device__ __forceinline__ void attn_calc_slots(long* sl, const KvDev& kv, int r, int tile, int kend, int tid) {
+__device__ __forceinline__ void attn_calc_slots(long* sl, const KvCache& kv, int r, int tile, int kend, int tid) {
   if (tid < kBK) {
     const int j = tile * kBK + tid;
     sl[tid] = j < kend ? kv_slot(kv, r, j) : -1;
@@ -233,7 +219,7 @@ __device__ __forceinline__ uint2 combine_out(float L, float4 acc) {
 
 }  // namespace detail
 
-// The cooperative decode kernel (attention_decode.cu); same arguments as launch_attn, stored K only.
+// The cooperative decode kernel (attention_decode.cu); same arguments as launch_attn.
 // pdl: launched by programmatic dependent launch (KernelOptions::pdl). combine_c = a.splits (> 1):
 // the row set's splits run as one thread-block cluster and merge in the kernel, which writes the
 // output (no combine kernel; attn_decode_combine_cluster); 0: partial states to the workspace for
@@ -247,7 +233,7 @@ int attn_decode_combine_cluster(int d, int splits, long rowsets, cudaStream_t st
 int attn_decode_cluster_capacity(int d, int splits, cudaStream_t stream);
 // Its blocks resident per SM at head dim d (occupancy API; shared memory bounds it), ≥ 1.
 int attn_decode_coop_blocks_per_sm(int d);
-// The Hopper wgmma prefill kernel (attention_sm90.cu), d ∈ {256, 512}, stored K; split_keys: the
+// The Hopper wgmma prefill kernel (attention_sm90.cu), d ∈ {256, 512}; split_keys: the
 // key ranges of long query blocks split over 2-block clusters (d = 256, one KV split).
 // cudaErrorInvalidValue for another d.
 cudaError_t launch_attn_sm90(const detail::AttnArgs& a, int d, bool split_keys, int max_q_len, int num_requests,

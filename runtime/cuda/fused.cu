@@ -184,10 +184,10 @@ __global__ void qk_rope_kernel(const bf16* __restrict__ q, const bf16* __restric
 
     float y0[P], y1[P];
     const float r = load_head_rms<D>(src, lane, eps, y0, y1);
-    bf16* dst = isq ? q_out + (long(tok) * hq + hd) * D : k_cache ? k_cache + (slot * hkv + kh) * D : nullptr;
+    bf16* dst = isq ? q_out + (long(tok) * hq + hd) * D : k_cache + (slot * hkv + kh) * D;
     __syncwarp();
 #pragma unroll
-    for (int i = 0; i < P && dst; ++i) {  // dst null: K=V-once cache, the attention forms K from V
+    for (int i = 0; i < P; ++i) {
       const int j = lane + 32 * i;
       // HF: q_norm / k_norm output is a bf16 tensor; cos/sin are bf16 tensors; every product
       // and the sum of apply_rotary_pos_emb round to bf16 (fused.cuh).

@@ -44,8 +44,7 @@ cudaError_t add_rmsnorm(const bf16* x, const bf16* w_post, bf16* h, const bf16* 
 
 // Per-head q/k RMSNorm + RoPE (rotate-half) + KV cache write for n tokens.
 //   q [n][hq][d] → q_out (may alias q): bf16(rms_head(q, q_w)) then rope.
-//   k_raw [n][hkv][d] → k_cache[slot[t]][hkv][d]: bf16(rms_head(k, k_w)) then rope (k_cache
-//   null: nothing written for K, a K=V-once layer whose attention recomputes K from V).
+//   k_raw [n][hkv][d] → k_cache[slot[t]][hkv][d]: bf16(rms_head(k, k_w)) then rope.
 //   v_raw [n][hkv][d] (null: use k_raw, k_eq_v layers) → v_cache[slot[t]]: bf16(rms_head(v))
 //   (no weight, no rope).
 // rope, rounded where HF's bf16 run rounds (modeling_gemma4.py apply_rotary_pos_emb; the list is

@@ -64,7 +64,6 @@ struct DevKv {
   int row = 0;  // Hkv * D
   int group = 0;
   int window = 0;
-  bool shared = false;
 };
 
 class CudaBackend final : public runtime::Backend {

@@ -169,19 +169,16 @@ void CudaBackend::prepare(const plan::Plan& plan, const runtime::WeightStore& we
     d.row = l->num_kv_heads() * l->head_dim();
     d.group = g;
     d.window = l->window();
-    d.shared = l->kv_shared();
     const size_t bytes = align256(size_t(groups_[g].scratch + 1) * d.row * 2);
     cache_bytes.push_back(bytes);
-    pool += (d.shared ? 1 : 2) * bytes;  // K=V once (kv_shared): V alone; the attention forms K from it
+    pool += 2 * bytes;  // K and V
     kv_.push_back(d);
   }
   unsigned char* base = pool ? static_cast<unsigned char*>(dmalloc(pool, "KV cache pool")) : nullptr;
   kv_bytes_ = pool;
   for (size_t i = 0; i < kv_.size(); ++i) {
-    if (!kv_[i].shared) {
-      kv_[i].k = reinterpret_cast<bf16*>(base);
-      base += cache_bytes[i];
-    }
+    kv_[i].k = reinterpret_cast<bf16*>(base);
+    base += cache_bytes[i];
     kv_[i].v = reinterpret_cast<bf16*>(base);
     base += cache_bytes[i];
   }
@@ -201,7 +198,7 @@ runtime::KvSizes CudaBackend::fit_kv(const runtime::KvSizes& want) {
   size_t per_slot = 0, per_block = 0, per_wblock = 0, fixed = 0;  // bytes per ring slot / full / window block
   for (const auto* l : *(*plan_)->kv()) {
     const bool ring = l->kind() == fb::KvKind::Ring;
-    const size_t row = size_t(l->num_kv_heads()) * l->head_dim() * 2 * (l->kv_shared() ? 1 : 2);  // K (+V) of a token
+    const size_t row = size_t(l->num_kv_heads()) * l->head_dim() * 2 * 2;  // K and V of a token
     (ring ? per_slot : l->window() > 0 ? per_wblock : per_block) += size_t(ring ? l->capacity() : l->block_size()) * row;
     fixed += row + 2 * 256;  // the scratch row written by padded tokens + alignment of K and V
   }
@@ -333,9 +330,8 @@ void CudaBackend::grow_buffers(int cap_T, int cap_S, int cap_R) {
         b.max_q_len = q;
         b.total_q = std::min(cap_T, n * q);
         b.max_kv_len = 1 << 30;
-        for (const bool k_from_v : {false, true})
-          attn = std::max(attn, cuda::attention_workspace_bytes(
-                                    b, hq, d, cuda::attention_num_splits(b, hq, hkv, d, a->window(), sms, k_from_v)));
+        attn = std::max(attn, cuda::attention_workspace_bytes(
+                                  b, hq, d, cuda::attention_num_splits(b, hq, hkv, d, a->window(), sms)));
       }
   }
   attn_ws_bytes_ = attn;

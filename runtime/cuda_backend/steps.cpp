@@ -125,7 +125,6 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
     }
     case fb::KernelId::QkNormRopeKvWrite: {
       const auto& kv = kv_[a->kv_layer()];
-      if (kv.shared != a->k_from_v()) throw Error("cuda backend: k_from_v is not set exactly on the K=V-once caches");
       auto& q = in(0);
       auto& k = in(1);
       auto& qo = out(0);
@@ -134,7 +133,7 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
           reinterpret_cast<const int64_t*>(static_cast<unsigned char*>(meta_dev_) + meta_.slots[kv.group]);
       ok(cuda::qk_norm_rope_kv_write(bf(q), bf(k), v_raw, wvec(0), wvec(1), meta_i32(meta_.positions), slots, T,
                                      a->num_q_heads(), a->num_kv_heads(), a->head_dim(), float(a->rope_theta()),
-                                     a->rotary_pairs(), a->eps(), bf(qo), kv.shared ? nullptr : kv.k, kv.v, s, kopts_),
+                                     a->rotary_pairs(), a->eps(), bf(qo), kv.k, kv.v, s, kopts_),
          st);
       break;
     }
@@ -144,12 +143,6 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
       cuda::KvCache c;
       c.k = kv.k;
       c.v = kv.v;
-      if (kv.shared) {  // K=V once: K = rope(V ⊙ k_norm), formed per tile by the kernel
-        if (!a->k_from_v()) throw Error("cuda backend: attention over a V-only cache without k_from_v");
-        c.k_norm = wvec(0);
-        c.rotary_pairs = a->rotary_pairs();
-        c.rope_theta = float(a->rope_theta());
-      }
       if (grp.kind == fb::KvKind::Paged) {
         c.block_table = meta_i32(grp.windowed ? meta_.window_block_table : meta_.block_table);
         c.max_blocks = max_blocks_;
@@ -166,7 +159,7 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
       b.max_q_len = sh.max_q_len;
       b.max_kv_len = sh.max_kv_len;
       const int hq = a->num_q_heads(), hkv = a->num_kv_heads(), d = a->head_dim();
-      int splits = cuda::attention_num_splits(b, hq, hkv, d, a->window(), cuda::gemm_stream_sms(s), c.k_norm != nullptr);
+      int splits = cuda::attention_num_splits(b, hq, hkv, d, a->window(), cuda::gemm_stream_sms(s));
       while (splits > 1 && cuda::attention_workspace_bytes(b, hq, d, splits) > attn_ws_bytes_) --splits;
       ok(cuda::attention(bf(in(0)), hq, hkv, d, c, b, a->window(), a->scale(), bf(out(0)), splits, attn_ws_,
                          attn_ws_bytes_, s, kopts_),
@@ -230,7 +223,7 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
       const auto& kv = kv_[a->kv_layer()];
       const auto* slots =
           reinterpret_cast<const int64_t*>(static_cast<unsigned char*>(meta_dev_) + meta_.slots[kv.group]);
-      if (!kv.shared) ok(kv_write(bf(in(0)), slots, T, kv.row, kv.k, s), st);  // K=V once: V only
+      ok(kv_write(bf(in(0)), slots, T, kv.row, kv.k, s), st);
       ok(kv_write(bf(in(1)), slots, T, kv.row, kv.v, s), st);
       break;
     }

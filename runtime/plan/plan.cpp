@@ -21,8 +21,14 @@ std::string fmt(const char* f, auto... args) {
 }
 
 // Every id a step names must exist: a plan that passes this never indexes out of range.
+// No deprecated field may be set: a plan that stores K=V once (KvLayer.kv_shared, Attrs.k_from_v)
+// has no kernel here.
 void check_ids(const fb::Plan& p, const std::string& name) {
   auto bad = [&](const std::string& what) { throw Error(name + ": inconsistent plan: " + what); };
+  auto deprecated = [&](const std::string& what) {
+    throw Error(name + ": plan sets the deprecated " + what +
+                ": K=V stored once is not supported, every layer stores K and V (recompile the plan with g4c compile)");
+  };
   if (!p.model() || !p.model()->layers() || !p.weights() || !p.values() || !p.program() || !p.kv())
     bad("missing model, weights, values, kv or program");
   const int nv = int(p.values()->size()), nw = int(p.weights()->size()), nk = int(p.kv()->size());
@@ -37,6 +43,7 @@ void check_ids(const fb::Plan& p, const std::string& name) {
     if (p.values()->Get(i)->cols() <= 0) bad(fmt("value %d has %d columns", i, p.values()->Get(i)->cols()));
   for (int i = 0; i < nk; ++i) {
     const auto* k = p.kv()->Get(i);
+    if (k->kv_shared()) deprecated(fmt("KvLayer.kv_shared of kv %d (layer %d)", i, k->layer()));
     if (k->num_kv_heads() <= 0 || k->head_dim() <= 0) bad(fmt("kv %d has no heads", i));
     if (k->kind() == fb::KvKind::Ring && k->capacity() < k->window() - 1 + p.max_chunk_tokens())
       bad(fmt("ring kv %d: capacity %d < window - 1 + max_chunk_tokens", i, k->capacity()));
@@ -46,6 +53,7 @@ void check_ids(const fb::Plan& p, const std::string& name) {
     const auto* st = p.program()->Get(s);
     if (uint16_t(st->kernel()) > uint16_t(fb::KernelId::MAX)) bad(fmt("step %d: unknown kernel id %d", s, int(st->kernel())));
     if (!st->attrs()) bad(fmt("step %d has no attrs", s));
+    if (st->attrs()->k_from_v()) deprecated(fmt("Attrs.k_from_v of step %d", s));
     if (st->inputs())
       for (int v : *st->inputs())
         if (v < 0 || v >= nv) bad(fmt("step %d input value %d out of range", s, v));
@@ -155,7 +163,6 @@ void check_shapes(const fb::Plan& p, const std::string& name) {
       case fb::KernelId::KvWrite:
         need(2, 0, 0);
         if (cols(in(0)) != kv_row() || cols(in(1)) != kv_row()) bad(s, "k/v width differs from the KV layer");
-        if (p.kv()->Get(a->kv_layer())->kv_shared()) bad(s, "KvWrite cannot write a K=V-once (kv_shared) layer");
         break;
       case fb::KernelId::QkNormRopeKvWrite:
         need(3, 1, 2);
@@ -164,18 +171,10 @@ void check_shapes(const fb::Plan& p, const std::string& name) {
         if (cols(in(1)) != kv_row() || cols(in(2)) != kv_row()) bad(s, "k/v width differs from the KV layer");
         if (numel(w(0)) != a->head_dim() || numel(w(1)) != a->head_dim()) bad(s, "q/k norm weights are not head_dim");
         if (a->rotary_pairs() < 0 || 2 * a->rotary_pairs() > a->head_dim()) bad(s, "rotary_pairs > head_dim/2");
-        if (a->k_from_v() != p.kv()->Get(a->kv_layer())->kv_shared())
-          bad(s, "k_from_v (write V only) must be set exactly on K=V-once (kv_shared) layers");
-        if (a->k_from_v() && in(1) != in(2)) bad(s, "k_from_v needs k_raw and v_raw to be one value");
         break;
       case fb::KernelId::Attention: {
-        need(1, 1, a->k_from_v() ? 1 : 0);
+        need(1, 1, 0);
         const auto* k = p.kv()->Get(a->kv_layer());
-        if (a->k_from_v() != k->kv_shared())
-          bad(s, "k_from_v (K recomputed from V) must be set exactly on K=V-once (kv_shared) layers");
-        if (a->k_from_v() && (numel(w(0)) != a->head_dim() || a->rotary_pairs() < 0 ||
-                              2 * a->rotary_pairs() > a->head_dim() || !(a->rope_theta() > 0)))
-          bad(s, "k_from_v needs a head_dim k_norm weight, rotary_pairs <= head_dim/2 and rope_theta > 0");
         if (a->num_kv_heads() != k->num_kv_heads() || a->head_dim() != k->head_dim() || a->num_kv_heads() <= 0 ||
             a->num_q_heads() % a->num_kv_heads() != 0)
           bad(s, "heads do not match the KV layer");
@@ -380,9 +379,9 @@ std::string describe(const Plan& plan, bool with_weights) {
   o << "kv (block_size " << p.kv_block_size() << ", max_chunk_tokens " << p.max_chunk_tokens() << ")\n";
   for (int i = 0; i < int(p.kv()->size()); ++i) {
     const auto* k = p.kv()->Get(i);
-    o << fmt("  kv%-3d layer %2d %-5s heads %d dim %d window %d capacity %d block %d shared %d %s\n", i, k->layer(),
+    o << fmt("  kv%-3d layer %2d %-5s heads %d dim %d window %d capacity %d block %d %s\n", i, k->layer(),
              fb::EnumNameKvKind(k->kind()), k->num_kv_heads(), k->head_dim(), k->window(), k->capacity(), k->block_size(),
-             int(k->kv_shared()), fb::EnumNameDType(k->dtype()));
+             fb::EnumNameDType(k->dtype()));
   }
   o << "values (" << p.values()->size() << ")\n";
   for (int i = 0; i < int(p.values()->size()); ++i) {
@@ -418,12 +417,10 @@ std::string describe(const Plan& plan, bool with_weights) {
       case fb::KernelId::QkNormRopeKvWrite:
         o << fmt(" heads=%d/%d D=%d pairs=%d theta=%g eps=%g kv=%d v_from_k=%d", a->num_q_heads(), a->num_kv_heads(),
                  a->head_dim(), a->rotary_pairs(), a->rope_theta(), a->eps(), a->kv_layer(), int(a->v_from_k()));
-        if (a->k_from_v()) o << " k_from_v (V only)";
         break;
       case fb::KernelId::Attention:
         o << fmt(" heads=%d/%d D=%d window=%d scale=%g kv=%d", a->num_q_heads(), a->num_kv_heads(), a->head_dim(),
                  a->window(), a->scale(), a->kv_layer());
-        if (a->k_from_v()) o << fmt(" k_from_v pairs=%d theta=%g", a->rotary_pairs(), a->rope_theta());
         break;
       case fb::KernelId::Softcap: o << fmt(" softcap=%g", a->softcap()); break;
       case fb::KernelId::PostNormResidual: o << fmt(" eps=%g", a->eps()); break;

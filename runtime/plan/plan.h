@@ -20,14 +20,16 @@ class Checkpoint;
 namespace g4c::plan {
 
 // Bump with plan.fbs whenever the meaning of an existing field changes.
-// 2: KvLayer.kv_shared means V stored once (K recomputed, Attrs.k_from_v); was K only.
+// 2: KvLayer.kv_shared and Attrs.k_from_v are deprecated (always false; format 1 gave kv_shared
+//    another meaning). The loader refuses a plan that sets either.
 inline constexpr uint32_t kPlanFormatVersion = 2;
 
 class Plan {
  public:
   // Reads and verifies a .g4p file: flatbuffers verifier (truncation, bad offsets),
-  // file identifier, format version, and the internal consistency of ids (every value /
-  // weight / kv id a step names exists). Throws g4c::Error naming the file.
+  // file identifier, format version, no deprecated field set (KvLayer.kv_shared,
+  // Attrs.k_from_v), and the internal consistency of ids (every value / weight / kv id a
+  // step names exists). Throws g4c::Error naming the file.
   static Plan load_file(const std::filesystem::path& path);
   static Plan from_bytes(std::vector<uint8_t> bytes, const std::string& name_for_messages);
   void save(const std::filesystem::path& path) const;

@@ -89,7 +89,6 @@ class Builder {
 void Builder::emit_layer(int i) {
   const auto& g = cfg_.layers[i];
   const bool full = g.kind == models::LayerKind::Full;
-  const bool shared = opts_.kv_shared && g.k_eq_v;  // K=V stored once (ReferenceOptions::kv_shared)
   const std::string kind = full ? "full" : "sliding";
   const std::string L = "layers." + std::to_string(i) + ".";
   const std::string tag = "L" + std::to_string(i) + ".";
@@ -113,7 +112,7 @@ void Builder::emit_layer(int i) {
     step({.kernel = fb::KernelId::QkNormRopeKvWrite, .layer = i, .inputs = {q, k, g.k_eq_v ? k : v}, .outputs = {q},
           .weights = {qn, kn}, .label = tag + "qk_norm_rope_kv", .eps = eps, .num_q_heads = Hq, .num_kv_heads = Hkv,
           .head_dim = D, .rotary_pairs = g.rotary_pairs(), .kv_layer = kv_of_layer_[i], .rope_theta = g.rope.theta,
-          .v_from_k = g.k_eq_v, .k_from_v = shared});
+          .v_from_k = g.k_eq_v});
   } else {
     // v first: with k_eq_v it is normalised from the raw k before k is normalised in place.
     step({.kernel = fb::KernelId::RmsNorm, .layer = i, .inputs = {g.k_eq_v ? k : v}, .outputs = {v}, .weights = {-1},
@@ -131,12 +130,9 @@ void Builder::emit_layer(int i) {
     step({.kernel = fb::KernelId::KvWrite, .layer = i, .inputs = {k, v}, .label = tag + "kv_write",
           .kv_layer = kv_of_layer_[i]});
   }
-  // K=V once: the attention forms K = rope(V ⊙ k_norm) from the V-only cache.
-  step({.kernel = fb::KernelId::Attention, .layer = i, .inputs = {q}, .outputs = {o},
-        .weights = shared ? std::vector<int>{kn} : std::vector<int>{}, .label = tag + "attention", .scale = 1.0f,
-        .window = full ? 0 : g.window, .num_q_heads = Hq, .num_kv_heads = Hkv, .head_dim = D,
-        .rotary_pairs = shared ? g.rotary_pairs() : 0, .kv_layer = kv_of_layer_[i],
-        .rope_theta = shared ? g.rope.theta : 0.0, .k_from_v = shared});
+  step({.kernel = fb::KernelId::Attention, .layer = i, .inputs = {q}, .outputs = {o}, .label = tag + "attention",
+        .scale = 1.0f, .window = full ? 0 : g.window, .num_q_heads = Hq, .num_kv_heads = Hkv, .head_dim = D,
+        .kv_layer = kv_of_layer_[i]});
   step({.kernel = fb::KernelId::Linear, .layer = i, .inputs = {o}, .outputs = {t},
         .weights = {linear(L + "self_attn.o_proj", H, Hq * D)}, .label = tag + "o_proj"});
   const int post_attn = dense(L + "post_attention_layernorm.weight");
@@ -203,7 +199,6 @@ Plan Builder::build() {
     throw Error(cfg_.source + ": per-layer inputs (hidden_size_per_layer_input) are not supported");
   if (opts_.sliding_kv != "ring" && opts_.sliding_kv != "paged" && opts_.sliding_kv != "auto")
     throw Error("reference plan: sliding_kv must be ring, paged or auto, got \"" + opts_.sliding_kv + "\"");
-  if (opts_.kv_shared && !opts_.fused) throw Error("reference plan: kv_shared needs the fused program");
   // KV layout: one cache per layer, ring for sliding, paged for full.
   std::vector<Offset<fb::KvLayer>> kv;
   for (int i = 0; i < cfg_.num_layers; ++i) {
@@ -213,7 +208,7 @@ Plan Builder::build() {
     kv_of_layer_.push_back(i);
     kv.push_back(fb::CreateKvLayer(fbb_, i, paged ? fb::KvKind::Paged : fb::KvKind::Ring, g.num_kv_heads, g.head_dim,
                                    g.window, paged ? 0 : ring_capacity, paged ? opts_.kv_block_size : 0,
-                                   /*kv_shared=*/opts_.kv_shared && g.k_eq_v, fb::DType::F32));
+                                   /*kv_shared (deprecated)=*/false, fb::DType::F32));
   }
   const int H = cfg_.hidden_size;
   const int h = value("h", H), a = value("a", H);

@@ -25,9 +25,6 @@ struct ReferenceOptions {
   std::string sliding_kv = "auto";
   int max_seq_len = 2048;
   std::vector<int> bucket_tokens = {16, 64, 256, 1024};  // shape buckets (tokens per step)
-  // K=V stored once on k_eq_v layers (g4-plan-kv kv-shared): V only in the cache, the Attention
-  // step recomputes K (Attrs.k_from_v). Fused form only.
-  bool kv_shared = false;
 };
 
 Plan build_reference_plan(const models::ModelConfig& cfg, const models::Checkpoint& ckpt,

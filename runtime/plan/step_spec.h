@@ -22,14 +22,13 @@ struct StepSpec {
   double rope_theta = 0;
   fb::Epilogue epilogue = fb::Epilogue::None;
   bool v_from_k = false;
-  bool k_from_v = false;
 };
 
-// Serialises one step (default launch parameters, stream 0, no events).
+// Serialises one step (default launch parameters, stream 0, no events; Attrs.k_from_v, deprecated,
+// is never set).
 inline flatbuffers::Offset<fb::Step> write_step(flatbuffers::FlatBufferBuilder& fbb, const StepSpec& s) {
   auto attrs = fb::CreateAttrs(fbb, s.eps, s.norm_dim, s.window, s.num_q_heads, s.num_kv_heads, s.head_dim,
-                               s.rope_theta, s.rotary_pairs, s.softcap, s.scale, s.epilogue, s.kv_layer, s.v_from_k,
-                               s.k_from_v);
+                               s.rope_theta, s.rotary_pairs, s.softcap, s.scale, s.epilogue, s.kv_layer, s.v_from_k);
   return fb::CreateStepDirect(fbb, s.kernel, s.layer, &s.inputs, &s.outputs, &s.weights, attrs,
                               fb::CreateLaunch(fbb), 0, nullptr, -1, s.label.c_str());
 }

@@ -2,8 +2,7 @@
 // (runtime/plan/reference_builder.cpp, no MLIR): for the tiny model the compiled
 // plan must have the same program step for step — kernel ids, layers, labels,
 // weight bindings (by name), attributes, value shapes and data flow — and its
-// arena must never place two live values on the same bytes. With --kv-shared (K=V stored
-// once on the k_eq_v layers) the CPU backend must give the same logits bit for bit.
+// arena must never place two live values on the same bytes.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -15,7 +14,6 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "passes/Pipeline.h"
-#include "runtime/engine.h"
 #include "runtime/plan/plan.h"
 #include "runtime/plan/reference_builder.h"
 #include "tests/compiler/test_util.h"
@@ -70,76 +68,67 @@ std::vector<std::vector<int>> producers(const plan::Plan& p) {
 }
 
 TEST_F(TinyCodegen, MatchesTheReferenceBuilderStepForStep) {
-  for (const bool shared : {false, true}) {  // K=V stored once (--kv-shared) or not
-    SCOPED_TRACE(shared ? "kv-shared" : "default");
-    passes::PipelineOptions popts;
-    popts.kv_shared = shared;
-    plan::ReferenceOptions ropts;
-    ropts.kv_shared = shared;
-    plan::Plan ours = compiled(popts);
-    plan::Plan ref = plan::build_reference_plan(cfg, *ckpt, ropts);
-    ASSERT_EQ(ours->program()->size(), ref->program()->size());
-    EXPECT_EQ(ours->fingerprint(), ref->fingerprint());
-    const auto ours_prod = producers(ours), ref_prod = producers(ref);
-    for (unsigned i = 0; i < ref->program()->size(); ++i) {
-      const fb::Step* a = ours->program()->Get(i);
-      const fb::Step* b = ref->program()->Get(i);
-      SCOPED_TRACE("step " + std::to_string(i) + " " + b->label()->str());
-      EXPECT_EQ(a->kernel(), b->kernel());
-      EXPECT_EQ(a->layer(), b->layer());
-      EXPECT_EQ(a->label()->str(), b->label()->str());
-      ASSERT_EQ(a->weights()->size(), b->weights()->size());
-      for (unsigned w = 0; w < b->weights()->size(); ++w)
-        EXPECT_EQ(weight_name(ours, a->weights()->Get(w)), weight_name(ref, b->weights()->Get(w))) << "weight " << w;
-      ASSERT_EQ(a->inputs()->size(), b->inputs()->size());
-      ASSERT_EQ(a->outputs()->size(), b->outputs()->size());
-      auto shape = [](const plan::Plan& p, int v) {
-        const fb::Value* val = p->values()->Get(v);
-        return std::pair(val->cols(), val->rows());
-      };
-      for (unsigned k = 0; k < b->inputs()->size(); ++k)
-        EXPECT_EQ(shape(ours, a->inputs()->Get(k)), shape(ref, b->inputs()->Get(k))) << "input " << k;
-      for (unsigned k = 0; k < b->outputs()->size(); ++k)
-        EXPECT_EQ(shape(ours, a->outputs()->Get(k)), shape(ref, b->outputs()->Get(k))) << "output " << k;
-      // Same data flow: each input comes from the same earlier step. The reference reads
-      // v_raw = k_raw on k_eq_v layers, which our graph passes as the same value too.
-      EXPECT_EQ(ours_prod[i], ref_prod[i]);
-      const fb::Attrs* x = a->attrs();
-      const fb::Attrs* y = b->attrs();
-      EXPECT_EQ(x->eps(), y->eps());
-      EXPECT_EQ(x->norm_dim(), y->norm_dim());
-      EXPECT_EQ(x->window(), y->window());
-      EXPECT_EQ(x->num_q_heads(), y->num_q_heads());
-      EXPECT_EQ(x->num_kv_heads(), y->num_kv_heads());
-      EXPECT_EQ(x->head_dim(), y->head_dim());
-      EXPECT_EQ(x->rope_theta(), y->rope_theta());
-      EXPECT_EQ(x->rotary_pairs(), y->rotary_pairs());
-      EXPECT_EQ(x->softcap(), y->softcap());
-      EXPECT_EQ(x->scale(), y->scale());
-      EXPECT_EQ(x->epilogue(), y->epilogue());
-      EXPECT_EQ(x->kv_layer(), y->kv_layer());
-      EXPECT_EQ(x->v_from_k(), y->v_from_k());
-      EXPECT_EQ(x->k_from_v(), y->k_from_v());
-    }
-    // KV layout: ring capacity window-1+256 for sliding layers, 16-token blocks for full ones.
-    ASSERT_EQ(ours->kv()->size(), ref->kv()->size());
-    for (unsigned i = 0; i < ref->kv()->size(); ++i) {
-      const fb::KvLayer* a = ours->kv()->Get(i);
-      const fb::KvLayer* b = ref->kv()->Get(i);
-      EXPECT_EQ(a->layer(), b->layer());
-      EXPECT_EQ(a->kind(), b->kind());
-      EXPECT_EQ(a->num_kv_heads(), b->num_kv_heads());
-      EXPECT_EQ(a->head_dim(), b->head_dim());
-      EXPECT_EQ(a->window(), b->window());
-      EXPECT_EQ(a->capacity(), b->capacity());
-      EXPECT_EQ(a->block_size(), b->block_size());
-      EXPECT_EQ(a->dtype(), b->dtype());
-      EXPECT_EQ(a->kv_shared(), b->kv_shared());
-    }
-    EXPECT_EQ(ours->kv_block_size(), ref->kv_block_size());
-    EXPECT_EQ(ours->max_chunk_tokens(), ref->max_chunk_tokens());
-    EXPECT_EQ(shape_of_logits(ours), shape_of_logits(ref));
+  plan::Plan ours = compiled();
+  plan::Plan ref = plan::build_reference_plan(cfg, *ckpt);
+  ASSERT_EQ(ours->program()->size(), ref->program()->size());
+  EXPECT_EQ(ours->fingerprint(), ref->fingerprint());
+  const auto ours_prod = producers(ours), ref_prod = producers(ref);
+  for (unsigned i = 0; i < ref->program()->size(); ++i) {
+    const fb::Step* a = ours->program()->Get(i);
+    const fb::Step* b = ref->program()->Get(i);
+    SCOPED_TRACE("step " + std::to_string(i) + " " + b->label()->str());
+    EXPECT_EQ(a->kernel(), b->kernel());
+    EXPECT_EQ(a->layer(), b->layer());
+    EXPECT_EQ(a->label()->str(), b->label()->str());
+    ASSERT_EQ(a->weights()->size(), b->weights()->size());
+    for (unsigned w = 0; w < b->weights()->size(); ++w)
+      EXPECT_EQ(weight_name(ours, a->weights()->Get(w)), weight_name(ref, b->weights()->Get(w))) << "weight " << w;
+    ASSERT_EQ(a->inputs()->size(), b->inputs()->size());
+    ASSERT_EQ(a->outputs()->size(), b->outputs()->size());
+    auto shape = [](const plan::Plan& p, int v) {
+      const fb::Value* val = p->values()->Get(v);
+      return std::pair(val->cols(), val->rows());
+    };
+    for (unsigned k = 0; k < b->inputs()->size(); ++k)
+      EXPECT_EQ(shape(ours, a->inputs()->Get(k)), shape(ref, b->inputs()->Get(k))) << "input " << k;
+    for (unsigned k = 0; k < b->outputs()->size(); ++k)
+      EXPECT_EQ(shape(ours, a->outputs()->Get(k)), shape(ref, b->outputs()->Get(k))) << "output " << k;
+    // Same data flow: each input comes from the same earlier step. The reference reads
+    // v_raw = k_raw on k_eq_v layers, which our graph passes as the same value too.
+    EXPECT_EQ(ours_prod[i], ref_prod[i]);
+    const fb::Attrs* x = a->attrs();
+    const fb::Attrs* y = b->attrs();
+    EXPECT_EQ(x->eps(), y->eps());
+    EXPECT_EQ(x->norm_dim(), y->norm_dim());
+    EXPECT_EQ(x->window(), y->window());
+    EXPECT_EQ(x->num_q_heads(), y->num_q_heads());
+    EXPECT_EQ(x->num_kv_heads(), y->num_kv_heads());
+    EXPECT_EQ(x->head_dim(), y->head_dim());
+    EXPECT_EQ(x->rope_theta(), y->rope_theta());
+    EXPECT_EQ(x->rotary_pairs(), y->rotary_pairs());
+    EXPECT_EQ(x->softcap(), y->softcap());
+    EXPECT_EQ(x->scale(), y->scale());
+    EXPECT_EQ(x->epilogue(), y->epilogue());
+    EXPECT_EQ(x->kv_layer(), y->kv_layer());
+    EXPECT_EQ(x->v_from_k(), y->v_from_k());
   }
+  // KV layout: ring capacity window-1+256 for sliding layers, 16-token blocks for full ones.
+  ASSERT_EQ(ours->kv()->size(), ref->kv()->size());
+  for (unsigned i = 0; i < ref->kv()->size(); ++i) {
+    const fb::KvLayer* a = ours->kv()->Get(i);
+    const fb::KvLayer* b = ref->kv()->Get(i);
+    EXPECT_EQ(a->layer(), b->layer());
+    EXPECT_EQ(a->kind(), b->kind());
+    EXPECT_EQ(a->num_kv_heads(), b->num_kv_heads());
+    EXPECT_EQ(a->head_dim(), b->head_dim());
+    EXPECT_EQ(a->window(), b->window());
+    EXPECT_EQ(a->capacity(), b->capacity());
+    EXPECT_EQ(a->block_size(), b->block_size());
+    EXPECT_EQ(a->dtype(), b->dtype());
+  }
+  EXPECT_EQ(ours->kv_block_size(), ref->kv_block_size());
+  EXPECT_EQ(ours->max_chunk_tokens(), ref->max_chunk_tokens());
+  EXPECT_EQ(shape_of_logits(ours), shape_of_logits(ref));
 }
 
 TEST_F(TinyCodegen, ArenaNeverOverlapsLiveValues) {
@@ -175,96 +164,6 @@ TEST_F(TinyCodegen, ArenaNeverOverlapsLiveValues) {
       }
     }
   }
-}
-
-// K=V stored once (kv-shared): the two full (k_eq_v) layers keep V only and their attention
-// recomputes K = rope(V ⊙ k_norm). In fp32 that is the same arithmetic as the stored K
-// (rms_norm multiplies (x·inv)·w, then the same rope), so the CPU backend's logits must be
-// bitwise equal to the default plan's — over a 150-token prompt fed in chunks of 7 (keys from
-// earlier steps come out of the cache; 10 blocks of 16 on the full layers) and a batched greedy
-// generation. A K formed at the wrong position, with the wrong weight or from unwritten V rows
-// changes the logits.
-TEST_F(TinyCodegen, KvSharedPlanGivesBitwiseEqualLogitsOnCpu) {
-  passes::PipelineOptions shared_opts;
-  shared_opts.kv_shared = true;
-  plan::Plan base = compiled(), shared = compiled(shared_opts);
-  int shared_layers = 0, k_from_v_steps = 0;
-  for (unsigned i = 0; i < shared->kv()->size(); ++i) {
-    const fb::KvLayer* l = shared->kv()->Get(i);
-    EXPECT_EQ(l->kv_shared(), cfg.layers[l->layer()].k_eq_v) << "layer " << l->layer();
-    shared_layers += l->kv_shared();
-    EXPECT_FALSE(base->kv()->Get(i)->kv_shared());
-  }
-  for (const fb::Step* st : *shared->program()) {
-    if (st->kernel() != fb::KernelId::Attention) continue;
-    const bool kfv = shared->kv()->Get(st->attrs()->kv_layer())->kv_shared();
-    EXPECT_EQ(st->attrs()->k_from_v(), kfv) << st->label()->str();
-    if (!kfv) continue;
-    ++k_from_v_steps;
-    EXPECT_EQ(weight_name(shared, st->weights()->Get(0)), "layers." + std::to_string(st->layer()) + ".self_attn.k_norm.weight");
-  }
-  EXPECT_EQ(shared_layers, 2);  // layers 5 and 11
-  EXPECT_EQ(k_from_v_steps, 2);
-  ASSERT_EQ(base->program()->size(), shared->program()->size());  // same fused program, flags aside
-
-  std::vector<int32_t> ids;
-  for (int i = 0; i < 150; ++i) ids.push_back(2 + (i * 7919 + 13) % (cfg.vocab_size - 2));
-  auto run = [&](plan::Plan p) {
-    auto e = runtime::Engine::open(dir, std::move(p), {.max_sequences = 3});
-    auto logits = e->logits(ids, 7);
-    std::vector<runtime::GenerationRequest> rs;
-    for (int r = 0; r < 3; ++r)
-      rs.push_back({.id = "r" + std::to_string(r), .prompt = std::vector<int32_t>(ids.begin(), ids.begin() + 40 + 50 * r),
-                    .max_new_tokens = 12});
-    std::vector<std::vector<int32_t>> tokens;
-    for (auto& g : e->generate(rs)) tokens.push_back(g.tokens);
-    return std::pair(logits, tokens);
-  };
-  const auto [la, ta] = run(std::move(base));
-  const auto [lb, tb] = run(std::move(shared));
-  ASSERT_EQ(la.size(), lb.size());
-  size_t differ = 0;
-  for (size_t i = 0; i < la.size(); ++i) differ += la[i] != lb[i];
-  EXPECT_EQ(differ, 0u) << "of " << la.size() << " logits";
-  EXPECT_EQ(ta, tb);
-}
-
-// The loader refuses a K=V-once plan whose flags disagree: a V-only cache read by an attention
-// that would look for K rows (none are written), or k_from_v steps on a layer that stores K.
-TEST_F(TinyCodegen, KvSharedFlagsMustAgreeOrThePlanIsRefused) {
-  passes::PipelineOptions shared_opts;
-  shared_opts.kv_shared = true;
-  const std::vector<uint8_t> good = compiled(shared_opts).bytes();
-  auto expect_refused = [&](std::vector<uint8_t> bytes, const char* what) {
-    try {
-      plan::Plan::from_bytes(std::move(bytes), "flags.g4p");
-      ADD_FAILURE() << what << ": accepted";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("kv_shared"), std::string::npos) << what << ": " << e.what();
-    }
-  };
-  {
-    auto bytes = good;
-    auto* root = fb::GetMutablePlan(bytes.data());
-    int flipped = 0;
-    for (unsigned s = 0; s < root->program()->size(); ++s) {
-      auto* st = root->mutable_program()->GetMutableObject(s);
-      if (st->kernel() == fb::KernelId::Attention && st->attrs()->k_from_v())
-        flipped += st->mutable_attrs()->mutate_k_from_v(false);
-    }
-    ASSERT_EQ(flipped, 2);
-    expect_refused(bytes, "attention without k_from_v on a V-only cache");
-  }
-  {
-    auto bytes = good;
-    auto* root = fb::GetMutablePlan(bytes.data());
-    int flipped = 0;
-    for (unsigned i = 0; i < root->kv()->size(); ++i)
-      if (root->kv()->Get(i)->kv_shared()) flipped += root->mutable_kv()->GetMutableObject(i)->mutate_kv_shared(false);
-    ASSERT_EQ(flipped, 2);
-    expect_refused(bytes, "k_from_v steps on caches that store K");
-  }
-  EXPECT_NO_THROW(plan::Plan::from_bytes(good, "good.g4p"));
 }
 
 TEST_F(TinyCodegen, UnfusedGraphIsRejectedWithTheOpName) {

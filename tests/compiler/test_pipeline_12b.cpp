@@ -133,15 +133,6 @@ TEST_F(Gemma12B, KVBytesPerToken) {
   // sliding: 40 layers x 8 kv heads x 256 x (K, V) x 2 B = 320 KiB; full: 8 x 1 x 512 x 2 x 2 B = 16 KiB.
   EXPECT_EQ(kv.getAs<IntegerAttr>("sliding_bytes_per_token").getInt(), 320 * 1024);
   EXPECT_EQ(kv.getAs<IntegerAttr>("full_bytes_per_token").getInt(), 16 * 1024);
-
-  passes::PipelineOptions shared;
-  shared.kv_shared = true;
-  auto s = compile(int4_dir, shared, &diag);
-  ASSERT_TRUE(s) << diag;
-  auto skv = (*s->module)->getAttrOfType<DictionaryAttr>("g4.kv");
-  EXPECT_EQ(skv.getAs<IntegerAttr>("sliding_bytes_per_token").getInt(), 320 * 1024);  // sliding layers have v_proj
-  EXPECT_EQ(skv.getAs<IntegerAttr>("full_bytes_per_token").getInt(), 8 * 1024);       // V only, K recomputed
-  EXPECT_EQ(skv.getAs<IntegerAttr>("k_from_v_layers").getInt(), 8);
 }
 
 TEST_F(Gemma12B, MemoryTableAllResidentInt4) {

@@ -119,11 +119,10 @@ TEST(Config, Preset12B) {
   EXPECT_EQ(c.final_logit_softcapping, 30.0);
   EXPECT_TRUE(c.tie_word_embeddings);
   EXPECT_EQ(c.layers[5].rotary_pairs(), 64);  // int(0.25 * 512/2)
-  // DESIGN.md §2: sliding KV 320 KiB/token, full KV 16 KiB/token; 8 KiB with K=V stored once.
+  // DESIGN.md §2: sliding KV 320 KiB/token, full KV 16 KiB/token.
   // 40 layers * 8 heads * 256 * 2 (K,V) * 2 B = 327680; 8 * 1 * 512 * 2 * 2 = 16384.
   EXPECT_EQ(c.kv_bytes_per_token(LayerKind::Sliding), 320u * 1024);
   EXPECT_EQ(c.kv_bytes_per_token(LayerKind::Full), 16u * 1024);
-  EXPECT_EQ(c.kv_bytes_per_token(LayerKind::Full, true), 8u * 1024);
   EXPECT_EQ(c.embed_scale_bf16(), 62.0);  // sqrt(3840) = 61.97 → bf16 62.0 (DESIGN.md §2)
   // 12B: 40*7 + 8*6 = 328 Linears (DESIGN.md §3).
   EXPECT_EQ(linear_shapes(c).size(), 328u);

@@ -1,5 +1,6 @@
 // Plan schema and loader: the reference program's structure, round trip through a file,
-// and the clear errors for truncated plans, other versions and other checkpoints.
+// and the clear errors for truncated plans, other versions, deprecated fields and other
+// checkpoints.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -194,4 +195,47 @@ TEST(Plan, StepsThatDisagreeWithTheirBindingsAreRefused) {
     auto* st = first(p, fb::KernelId::LmHead);
     st->mutable_outputs()->Mutate(0, st->inputs()->Get(0));
   }, "lm head rows");
+}
+
+// KvLayer.kv_shared and Attrs.k_from_v (K=V stored once) are deprecated: a plan that sets either
+// is refused with an error naming the field. A minimal hand-built plan (one paged full-attention
+// cache, one Attention step) with both flags clear loads, so the refusals come from the flags.
+TEST(Plan, DeprecatedKvSharedFieldsAreRefused) {
+  auto build = [](bool kv_shared, bool k_from_v) {
+    flatbuffers::FlatBufferBuilder b;
+    const std::vector<flatbuffers::Offset<fb::LayerConfig>> no_layers;
+    fb::ModelConfigBuilder mb(b);
+    mb.add_layers(b.CreateVector(no_layers));
+    const auto model = mb.Finish();
+    const std::vector<flatbuffers::Offset<fb::Weight>> weights;
+    const std::vector<flatbuffers::Offset<fb::KvLayer>> kv = {
+        fb::CreateKvLayer(b, /*layer=*/0, fb::KvKind::Paged, /*num_kv_heads=*/1, /*head_dim=*/8, /*window=*/0,
+                          /*capacity=*/0, /*block_size=*/16, kv_shared, fb::DType::F32)};
+    const std::vector<flatbuffers::Offset<fb::Value>> values = {fb::CreateValueDirect(b, "q", fb::DType::F32, 8),
+                                                                fb::CreateValueDirect(b, "o", fb::DType::F32, 8)};
+    const std::vector<int32_t> in = {0}, out = {1};
+    const auto attrs = fb::CreateAttrs(b, 0, 0, /*window=*/0, /*num_q_heads=*/1, /*num_kv_heads=*/1, /*head_dim=*/8, 0,
+                                       0, 0, /*scale=*/1.f, fb::Epilogue::None, /*kv_layer=*/0, false, k_from_v);
+    const std::vector<flatbuffers::Offset<fb::Step>> program = {
+        fb::CreateStepDirect(b, fb::KernelId::Attention, 0, &in, &out, nullptr, attrs)};
+    b.Finish(fb::CreatePlanDirect(b, plan::kPlanFormatVersion, "test", 0, nullptr, model, &weights, &kv,
+                                  /*kv_block_size=*/16, /*max_chunk_tokens=*/1, &values, nullptr, &program,
+                                  /*logits_value=*/1),
+             fb::PlanIdentifier());
+    return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  };
+  EXPECT_NO_THROW(plan::Plan::from_bytes(build(false, false), "stored.g4p"));
+  auto expect_refused = [&](bool kv_shared, bool k_from_v, const char* field) {
+    try {
+      plan::Plan::from_bytes(build(kv_shared, k_from_v), "kv_shared.g4p");
+      ADD_FAILURE() << field << ": accepted";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("kv_shared.g4p"), std::string::npos) << what;
+      EXPECT_NE(what.find(std::string("deprecated ") + field), std::string::npos) << what;
+    }
+  };
+  expect_refused(true, false, "KvLayer.kv_shared");
+  expect_refused(false, true, "Attrs.k_from_v");
+  expect_refused(true, true, "KvLayer.kv_shared");  // the caches are checked before the steps
 }

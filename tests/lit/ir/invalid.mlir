@@ -119,14 +119,6 @@ func.func @kv_types(%pos: tensor<?xi32>, %k: tensor<?x32xf32>, %v: tensor<?x16xf
 
 // -----
 
-func.func @attention_k_from_v(%q: tensor<?x64xf32>, %pos: tensor<?xi32>) -> tensor<?x64xf32> {
-  // expected-error @below {{k_from_v needs k_norm, rotary_pairs and rope_theta to recompute K}}
-  %o = g4.attention %q, %pos {layer = 0 : i64, window = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64, scale = 1.0 : f64, k_from_v} : tensor<?x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
-  return %o : tensor<?x64xf32>
-}
-
-// -----
-
 g4.weight @s : tensor<2xbf16>
 func.func @scalar(%x: tensor<?x32xf32>) -> tensor<?x32xf32> {
   // expected-error @below {{scalar must name a one-element weight}}
@@ -153,12 +145,12 @@ func.func @sample(%l: tensor<?x32xf32>) -> tensor<?xi32> {
 // -----
 
 // expected-error @below {{bytes_per_token 100 does not match 128 (BF16 K and V)}}
-g4.kv_buffer @kv {layer = 0 : i64, kind = "ring", num_kv_heads = 2 : i64, head_dim = 16 : i64, stores_key = true, bytes_per_token = 100 : i64, pool_bytes = 0 : i64, capacity = 4 : i64, max_seqs = 1 : i64}
+g4.kv_buffer @kv {layer = 0 : i64, kind = "ring", num_kv_heads = 2 : i64, head_dim = 16 : i64, bytes_per_token = 100 : i64, pool_bytes = 0 : i64, capacity = 4 : i64, max_seqs = 1 : i64}
 
 // -----
 
 // expected-error @below {{a paged buffer needs positive block_size and num_blocks}}
-g4.kv_buffer @kv {layer = 0 : i64, kind = "paged", num_kv_heads = 2 : i64, head_dim = 16 : i64, stores_key = false, bytes_per_token = 64 : i64, pool_bytes = 0 : i64}
+g4.kv_buffer @kv {layer = 0 : i64, kind = "paged", num_kv_heads = 2 : i64, head_dim = 16 : i64, bytes_per_token = 128 : i64, pool_bytes = 0 : i64}
 
 // -----
 

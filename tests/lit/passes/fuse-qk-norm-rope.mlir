@@ -54,39 +54,3 @@ func.func @mismatched_rope(%q_raw: tensor<?x64xf32>, %k_raw: tensor<?x32xf32>, %
   %o = g4.attention %q, %pos {layer = 0 : i64, window = 0 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64, scale = 1.0 : f64} : tensor<?x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
   return %o : tensor<?x64xf32>
 }
-
-// -----
-
-g4.weight @qn : tensor<32xbf16>
-g4.weight @kn : tensor<32xbf16>
-// A k_eq_v layer after g4-plan-kv{kv-shared=true}: V alone is written and the attention recomputes
-// K (k_from_v). The fused op is v_only, with the attention's k_norm and rope.
-// CHECK-LABEL: func.func @k_from_v
-func.func @k_from_v(%q_raw: tensor<?x64xf32>, %k_raw: tensor<?x32xf32>, %pos: tensor<?xi32>) -> tensor<?x64xf32> {
-  // CHECK-NEXT: %[[Q:.*]] = g4.qk_norm_rope_kv_write %arg0, %arg1, %arg1, %arg2 {{{.*}}k_norm = @kn{{.*}}q_norm = @qn, rope_theta = 1.000000e+06 : f64, rotary_pairs = 4 : i64, v_only, window = 0 : i64}
-  // CHECK-NEXT: g4.attention %[[Q]], %arg2 {{{.*}}k_from_v, k_norm = @kn
-  // CHECK-NEXT: return
-  %qn = g4.rms_norm %q_raw, @qn {eps = 1.0e-06 : f64, group = 32 : i64} : tensor<?x64xf32>
-  %q = g4.rope %qn, %pos {head_dim = 32 : i64, rotary_pairs = 4 : i64, theta = 1.0e+06 : f64, rope_type = "proportional"} : tensor<?x64xf32>, tensor<?xi32>
-  %v = g4.rms_norm %k_raw {eps = 1.0e-06 : f64, group = 32 : i64} : tensor<?x32xf32>
-  g4.kv_write %pos value(%v : tensor<?x32xf32>) {layer = 5 : i64, window = 0 : i64} : tensor<?xi32>
-  %o = g4.attention %q, %pos {layer = 5 : i64, window = 0 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 32 : i64, scale = 1.0 : f64, k_from_v, k_norm = @kn, rotary_pairs = 4 : i64, rope_theta = 1.0e+06 : f64} : tensor<?x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
-  return %o : tensor<?x64xf32>
-}
-
-// -----
-
-g4.weight @qn : tensor<32xbf16>
-g4.weight @kn : tensor<32xbf16>
-// k_from_v whose query rotates with another theta than the recomputed K: left unfused.
-// CHECK-LABEL: func.func @k_from_v_mismatched_rope
-func.func @k_from_v_mismatched_rope(%q_raw: tensor<?x64xf32>, %k_raw: tensor<?x32xf32>, %pos: tensor<?xi32>) -> tensor<?x64xf32> {
-  // CHECK-NOT: g4.qk_norm_rope_kv_write
-  // CHECK: g4.kv_write
-  %qn = g4.rms_norm %q_raw, @qn {eps = 1.0e-06 : f64, group = 32 : i64} : tensor<?x64xf32>
-  %q = g4.rope %qn, %pos {head_dim = 32 : i64, rotary_pairs = 4 : i64, theta = 1.0e+04 : f64, rope_type = "proportional"} : tensor<?x64xf32>, tensor<?xi32>
-  %v = g4.rms_norm %k_raw {eps = 1.0e-06 : f64, group = 32 : i64} : tensor<?x32xf32>
-  g4.kv_write %pos value(%v : tensor<?x32xf32>) {layer = 5 : i64, window = 0 : i64} : tensor<?xi32>
-  %o = g4.attention %q, %pos {layer = 5 : i64, window = 0 : i64, num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 32 : i64, scale = 1.0 : f64, k_from_v, k_norm = @kn, rotary_pairs = 4 : i64, rope_theta = 1.0e+06 : f64} : tensor<?x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
-  return %o : tensor<?x64xf32>
-}

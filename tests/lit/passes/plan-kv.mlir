@@ -1,5 +1,4 @@
 // RUN: g4c opt %s --split-input-file --g4-plan-kv="max-chunk=4 max-seqs=2 max-seq-len=64 block-size=16 sliding-kv=ring" | FileCheck %s
-// RUN: g4c opt %s --split-input-file --g4-plan-kv="max-chunk=4 max-seqs=2 max-seq-len=64 block-size=16 kv-shared=true sliding-kv=ring" | FileCheck %s --check-prefix=SHARED
 // RUN: g4c opt %s --split-input-file --g4-plan-kv="max-chunk=4 max-seqs=2 max-seq-len=64 block-size=16 sliding-kv=paged" | FileCheck %s --check-prefix=PAGED
 // RUN: g4c opt %s --split-input-file --g4-plan-kv="max-chunk=4 max-seqs=2 max-seq-len=20 block-size=16" | FileCheck %s --check-prefix=AUTO
 // RUN: not g4c opt %s --split-input-file --g4-plan-kv="sliding-kv=rings" 2>&1 | FileCheck %s --check-prefix=BAD
@@ -7,21 +6,18 @@
 // Layer 0 sliding (window 8, 2 kv heads x 16), layer 1 full with k_eq_v (1 kv head x 32).
 // Sliding: 2 (K,V) x 32 x 2 B = 128 B/token; ring capacity 8 - 1 + 4 = 11 tokens per sequence,
 // pool 11 x 128 x 2 sequences = 2816 B.
-// Full: 128 B/token (64 with K=V once); 2 x ceil(64/16) = 8 blocks of 16 tokens:
-// 8 x 16 x 128 = 16384 B (8192 shared).
-// CHECK: module attributes {g4.kv = {block_size = 16 : i64, full_bytes_per_token = 128 : i64, full_pool_bytes = 16384 : i64, k_from_v_layers = 0 : i64, max_chunk = 4 : i64, max_seq_len = 64 : i64, max_seqs = 2 : i64, pool_bytes = 19200 : i64, sliding_bytes_per_token = 128 : i64, window_pool_bytes = 0 : i64}}
-// CHECK-DAG: g4.kv_buffer @kv.layer0 {bytes_per_token = 128 : i64, capacity = 11 : i64, head_dim = 16 : i64, kind = "ring", layer = 0 : i64, max_seqs = 2 : i64, num_kv_heads = 2 : i64, pool_bytes = 2816 : i64, stores_key = true}
-// CHECK-DAG: g4.kv_buffer @kv.layer1 {block_size = 16 : i64, bytes_per_token = 128 : i64, head_dim = 32 : i64, kind = "paged", layer = 1 : i64, num_blocks = 8 : i64, num_kv_heads = 1 : i64, pool_bytes = 16384 : i64, stores_key = true}
-// SHARED: module attributes {g4.kv = {block_size = 16 : i64, full_bytes_per_token = 64 : i64, full_pool_bytes = 8192 : i64, k_from_v_layers = 1 : i64, {{.*}} pool_bytes = 11008 : i64, sliding_bytes_per_token = 128 : i64, window_pool_bytes = 0 : i64}}
-// SHARED-DAG: g4.kv_buffer @kv.layer0 {{{.*}}stores_key = true}
-// SHARED-DAG: g4.kv_buffer @kv.layer1 {{{.*}}bytes_per_token = 64 : i64{{.*}}pool_bytes = 8192 : i64, stores_key = false}
+// Full: 2 (K,V) x 32 x 2 B = 128 B/token; 2 x ceil(64/16) = 8 blocks of 16 tokens:
+// 8 x 16 x 128 = 16384 B.
+// CHECK: module attributes {g4.kv = {block_size = 16 : i64, full_bytes_per_token = 128 : i64, full_pool_bytes = 16384 : i64, max_chunk = 4 : i64, max_seq_len = 64 : i64, max_seqs = 2 : i64, pool_bytes = 19200 : i64, sliding_bytes_per_token = 128 : i64, window_pool_bytes = 0 : i64}}
+// CHECK-DAG: g4.kv_buffer @kv.layer0 {bytes_per_token = 128 : i64, capacity = 11 : i64, head_dim = 16 : i64, kind = "ring", layer = 0 : i64, max_seqs = 2 : i64, num_kv_heads = 2 : i64, pool_bytes = 2816 : i64}
+// CHECK-DAG: g4.kv_buffer @kv.layer1 {block_size = 16 : i64, bytes_per_token = 128 : i64, head_dim = 32 : i64, kind = "paged", layer = 1 : i64, num_blocks = 8 : i64, num_kv_heads = 1 : i64, pool_bytes = 16384 : i64}
 // sliding-kv=paged: the sliding layer gets blocks from the window pool; the buffer carries its
 // window. A sequence holds at most ceil((8 - 1 + 4)/16) + 1 = 2 blocks there (the keys of one
 // chunk and the 7 before it, over one block more than they fill), so the plan reserves
 // 2 sequences x min(ceil(64/16), 2) = 4 blocks of 16 x 128 B = 8192 B; full 16384 B as above.
 // PAGED: module attributes {g4.kv = {block_size = 16 : i64, full_bytes_per_token = 128 : i64, full_pool_bytes = 16384 : i64, {{.*}}pool_bytes = 24576 : i64, sliding_bytes_per_token = 128 : i64, window_pool_bytes = 8192 : i64}}
-// PAGED-DAG: g4.kv_buffer @kv.layer0 {block_size = 16 : i64, bytes_per_token = 128 : i64, head_dim = 16 : i64, kind = "paged", layer = 0 : i64, num_blocks = 4 : i64, num_kv_heads = 2 : i64, pool_bytes = 8192 : i64, stores_key = true, window = 8 : i64}
-// PAGED-DAG: g4.kv_buffer @kv.layer1 {{{.*}}kind = "paged", layer = 1 : i64, num_blocks = 8 : i64{{.*}}stores_key = true}
+// PAGED-DAG: g4.kv_buffer @kv.layer0 {block_size = 16 : i64, bytes_per_token = 128 : i64, head_dim = 16 : i64, kind = "paged", layer = 0 : i64, num_blocks = 4 : i64, num_kv_heads = 2 : i64, pool_bytes = 8192 : i64, window = 8 : i64}
+// PAGED-DAG: g4.kv_buffer @kv.layer1 {{{.*}}kind = "paged", layer = 1 : i64, num_blocks = 8 : i64, num_kv_heads = 1 : i64, pool_bytes = 16384 : i64}
 // PAGED: g4.attention {{.*}}window = 8 : i64
 // auto is paged: max-seq-len 20 → window 2 x min(ceil(20/16), 2) = 4 blocks (8192 B), full
 // 2 x ceil(20/16) = 4 blocks (8192 B).
@@ -31,19 +27,17 @@
 g4.weight @kn0 : tensor<16xbf16>
 g4.weight @kn1 : tensor<32xbf16>
 // CHECK-LABEL: func.func @two_layers
-// SHARED-LABEL: func.func @two_layers
 func.func @two_layers(%q0: tensor<?x64xf32>, %k0: tensor<?x32xf32>, %v0: tensor<?x32xf32>, %q1: tensor<?x64xf32>, %kraw: tensor<?x32xf32>, %pos: tensor<?xi32>) -> (tensor<?x64xf32>, tensor<?x64xf32>) {
   %kn = g4.rms_norm %k0, @kn0 {eps = 1.0e-06 : f64, group = 16 : i64} : tensor<?x32xf32>
   %kr = g4.rope %kn, %pos {head_dim = 16 : i64, rotary_pairs = 8 : i64, theta = 1.0e+04 : f64, rope_type = "default"} : tensor<?x32xf32>, tensor<?xi32>
   %vn = g4.rms_norm %v0 {eps = 1.0e-06 : f64, group = 16 : i64} : tensor<?x32xf32>
   // The sliding layer has its own v projection: K and V both stored.
-  // SHARED: g4.kv_write %{{.*}} key(%{{.*}}) value(%{{.*}}) {layer = 0 : i64, window = 8 : i64}
+  // CHECK: g4.kv_write %{{.*}} key(%{{.*}}) value(%{{.*}}) {layer = 0 : i64, window = 8 : i64}
   g4.kv_write %pos key(%kr : tensor<?x32xf32>) value(%vn : tensor<?x32xf32>) {layer = 0 : i64, window = 8 : i64} : tensor<?xi32>
   %o0 = g4.attention %q0, %pos {layer = 0 : i64, window = 8 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64, scale = 1.0 : f64} : tensor<?x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
-  // k_eq_v: K = rope(rms(k_raw, @kn1)), V = rms(k_raw): V alone is stored, K is recomputed.
-  // SHARED-NOT: g4.rope
-  // SHARED: g4.kv_write %{{.*}} value(%{{.*}} : tensor<?x32xf32>) {layer = 1 : i64, window = 0 : i64}
-  // SHARED: g4.attention {{.*}}k_from_v, k_norm = @kn1, layer = 1 : i64{{.*}}rope_theta = 1.000000e+06 : f64, rotary_pairs = 4 : i64
+  // k_eq_v: K = rope(rms(k_raw, @kn1)) and V = rms(k_raw) of one projection, both stored.
+  // CHECK: g4.rope
+  // CHECK: g4.kv_write %{{.*}} key(%{{.*}}) value(%{{.*}}) {layer = 1 : i64, window = 0 : i64}
   %kn2 = g4.rms_norm %kraw, @kn1 {eps = 1.0e-06 : f64, group = 32 : i64} : tensor<?x32xf32>
   %kr2 = g4.rope %kn2, %pos {head_dim = 32 : i64, rotary_pairs = 4 : i64, theta = 1.0e+06 : f64, rope_type = "proportional"} : tensor<?x32xf32>, tensor<?xi32>
   %vn2 = g4.rms_norm %kraw {eps = 1.0e-06 : f64, group = 32 : i64} : tensor<?x32xf32>

@@ -15,8 +15,8 @@ module attributes {g4.kv = {pool_bytes = 4718592 : i64, max_seqs = 4 : i64}} {
   // SHRINK-DAG: g4.weight @w3 {{.*}}residency = "resident"
   // STREAM-DAG: g4.weight @w0 {{.*}}residency = "resident"
   // STREAM-DAG: g4.weight @w1 {{.*}}residency = "streamed"
-  g4.kv_buffer @kv.layer0 {bytes_per_token = 1024 : i64, capacity = 128 : i64, head_dim = 128 : i64, kind = "ring", layer = 0 : i64, max_seqs = 4 : i64, num_kv_heads = 2 : i64, pool_bytes = 524288 : i64, stores_key = true}
-  g4.kv_buffer @kv.layer1 {block_size = 16 : i64, bytes_per_token = 1024 : i64, head_dim = 256 : i64, kind = "paged", layer = 1 : i64, num_blocks = 256 : i64, num_kv_heads = 1 : i64, pool_bytes = 4194304 : i64, stores_key = true}
+  g4.kv_buffer @kv.layer0 {bytes_per_token = 1024 : i64, capacity = 128 : i64, head_dim = 128 : i64, kind = "ring", layer = 0 : i64, max_seqs = 4 : i64, num_kv_heads = 2 : i64, pool_bytes = 524288 : i64}
+  g4.kv_buffer @kv.layer1 {block_size = 16 : i64, bytes_per_token = 1024 : i64, head_dim = 256 : i64, kind = "paged", layer = 1 : i64, num_blocks = 256 : i64, num_kv_heads = 1 : i64, pool_bytes = 4194304 : i64}
   g4.weight @embed : tensor<1024x512xbf16>
   g4.weight @w0 : tensor<2048x512xbf16> {layer = 0 : i64}
   g4.weight @w1 : tensor<2048x512xbf16> {layer = 1 : i64}

@@ -43,8 +43,8 @@ py::dict memory_table(const plan::Plan& p) {
     for (const auto* b : *p->buckets()) activations = std::max(activations, int64_t(b->arena_bytes()));
   if (p->kv())
     for (const auto* l : *p->kv()) {
-      const int64_t per_token = int64_t(l->num_kv_heads()) * l->head_dim() * int64_t(elem_bytes(l->dtype())) *
-                                (l->kv_shared() ? 1 : 2);
+      // K and V of a token.
+      const int64_t per_token = 2 * int64_t(l->num_kv_heads()) * l->head_dim() * int64_t(elem_bytes(l->dtype()));
       if (l->kind() == fb::KvKind::Ring)
         ring_per_seq += per_token * l->capacity();
       else
