@@ -204,8 +204,9 @@ TEST(Plan, DeprecatedKvSharedFieldsAreRefused) {
   auto build = [](bool kv_shared, bool k_from_v) {
     flatbuffers::FlatBufferBuilder b;
     const std::vector<flatbuffers::Offset<fb::LayerConfig>> no_layers;
+    const auto layers = b.CreateVector(no_layers);  // before the table that refers to it
     fb::ModelConfigBuilder mb(b);
-    mb.add_layers(b.CreateVector(no_layers));
+    mb.add_layers(layers);
     const auto model = mb.Finish();
     const std::vector<flatbuffers::Offset<fb::Weight>> weights;
     const std::vector<flatbuffers::Offset<fb::KvLayer>> kv = {
