@@ -165,6 +165,24 @@ TEST(QuantExecutor, SetWeightsDropsTheCutWhenAnyWeightIsBeforeIt) {
   EXPECT_TRUE(after.begin()->second == want.begin()->second);
 }
 
+// prefetch_weights converts a layer's Linears on a background thread while the executor computes
+// another layer: the values read afterwards are the checkpoint's (a fresh executor's), and the
+// layer computed meanwhile sees what it sees without the prefetch.
+TEST(QuantExecutor, PrefetchedWeightsAreTheCheckpointValues) {
+  const auto seqs = sequences();
+  tools::EngineCalibrationExecutor e(tiny(), seqs, 96, 2, 2), f(tiny(), seqs, 96, 2, 2);
+  e.prefetch_weights(1);
+  Seen got, want;
+  e.run_layer(0, {}, /*advance=*/true);
+  f.run_layer(0, {}, /*advance=*/true);
+  e.prefetch_weights(2);  // waits for layer 1's
+  e.observe_group(1, 0, recorder(got));
+  f.observe_group(1, 0, recorder(want));
+  ASSERT_FALSE(got.empty());
+  EXPECT_TRUE(got.begin()->second == want.begin()->second);
+  for (const quant::LinearInfo& li : f.linears(1)) EXPECT_EQ(e.weight(1, li.name), f.weight(1, li.name)) << li.name;
+}
+
 // The Hessian's XᵀX on the CPU GEMM tiles (cpu_gram_update): the upper triangle equals
 // float64 XᵀX for widths that leave ragged 64- and 128-wide tiles and row counts over several
 // k-blocks, and the thread count changes no bit.
