@@ -10,6 +10,7 @@
 
 #include "models/safetensors.h"
 #include "runtime/engine.h"
+#include "runtime/plan/reference_builder.h"
 #include "tests/runtime/support.h"
 
 using namespace g4c;
@@ -105,4 +106,24 @@ TEST(EngineFp8Kv, GreedyTokensAndLogitsStayClose) {
   // (measured 97.7%; the misses are near-ties of the tiny model's logits).
   EXPECT_GE(agree, total * 95 / 100);
   EXPECT_EQ(first_same, int(prompts.size())) << "the first generated token of every prompt";
+}
+
+TEST(EngineFp8Kv, RingAndPagedSlidingLayersGiveTheSameLogits) {
+  // The same codes and scales at other addresses: the attention reads the same decoded keys in
+  // the same order, so the logits are equal bit for bit.
+  auto cfg = models::load_model_config(test::tiny_model_dir());
+  auto ckpt = models::Checkpoint::open(test::tiny_model_dir());
+  plan::ReferenceOptions ro;
+  ro.kv_dtype = "fp8";
+  ro.sliding_kv = "ring";
+  auto ring = Engine::open(test::tiny_model_dir(), plan::build_reference_plan(cfg, *ckpt, ro), {.max_sequences = 1});
+  ASSERT_EQ(ring->plan()->kv()->Get(0)->kind(), plan::fb::KvKind::Ring);
+  auto paged = open_tiny("fp8");
+  ASSERT_EQ(paged->plan()->kv()->Get(0)->kind(), plan::fb::KvKind::Paged);
+  std::ifstream in(test::golden_dir() / "golden_generate.json");
+  std::vector<int32_t> ids;
+  for (const auto& g : nlohmann::json::parse(in))  // the longest prompt: past the 128-token window
+    if (g.at("prompt_ids").size() > ids.size()) ids = g.at("prompt_ids").get<std::vector<int32_t>>();
+  ASSERT_GT(ids.size(), 128u);
+  for (int chunk : {1, 16}) EXPECT_EQ(ring->logits(ids, chunk), paged->logits(ids, chunk)) << "chunk " << chunk;
 }
