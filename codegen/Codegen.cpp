@@ -187,6 +187,16 @@ std::vector<uint8_t> Lowering::run() {
   const int64_t maxChunk = i64(kvDict, "max_chunk"), blockSize = i64(kvDict, "block_size");
   auto buffers = llvm::to_vector(module_.getOps<g4::KVBufferOp>());
   llvm::sort(buffers, [](g4::KVBufferOp a, g4::KVBufferOp b) { return a.getLayerAttr().getInt() < b.getLayerAttr().getInt(); });
+  // KV storage: g4-plan-kv's kv-dtype when it set one, else F32 / BF16 by the plan's kind.
+  fb::DType kvType = opts_.kv_bf16 ? fb::DType::BF16 : fb::DType::F32;
+  if (auto t = kvDict ? kvDict.getAs<StringAttr>("kv_dtype") : StringAttr()) {
+    if (t.getValue() == "fp8")
+      kvType = fb::DType::F8E4M3;
+    else if (t.getValue() == "bf16")
+      kvType = fb::DType::BF16;
+    else
+      throw Error("codegen: g4.kv has kv_dtype '" + t.getValue().str() + "' (bf16 or fp8)");
+  }
   std::vector<Offset<fb::KvLayer>> kv;
   for (g4::KVBufferOp b : buffers) {
     const bool ring = b.getKind() == "ring";
@@ -198,7 +208,7 @@ std::vector<uint8_t> Lowering::run() {
                                    : b.getWindowAttr() ? int(b.getWindowAttr().getInt())  // window pool
                                                        : 0,
                                    capacity, ring ? 0 : int(blockSize),
-                                   /*kv_shared (deprecated)=*/false, opts_.kv_bf16 ? fb::DType::BF16 : fb::DType::F32));
+                                   /*kv_shared (deprecated)=*/false, kvType));
   }
 
   for (Operation& op : body) lower(&op);

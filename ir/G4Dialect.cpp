@@ -139,10 +139,12 @@ LogicalResult KVBufferOp::verify() {
   } else {
     return emitOpError() << "kind must be \"ring\" or \"paged\", got \"" << getKind() << "\"";
   }
-  const int64_t perToken = 2 * getNumKvHeadsAttr().getInt() * getHeadDimAttr().getInt() * 2;
-  if (getBytesPerTokenAttr().getInt() != perToken)
+  // K and V of a token: BF16 elements, or FP8 codes and an fp32 scale per head (g4-plan-kv kv-dtype).
+  const int64_t heads = getNumKvHeadsAttr().getInt(), dim = getHeadDimAttr().getInt();
+  const int64_t perToken = 2 * heads * dim * 2, perTokenFp8 = 2 * heads * (dim + 4);
+  if (getBytesPerTokenAttr().getInt() != perToken && getBytesPerTokenAttr().getInt() != perTokenFp8)
     return emitOpError() << "bytes_per_token " << getBytesPerTokenAttr().getInt() << " does not match " << perToken
-                         << " (BF16 K and V)";
+                         << " (BF16 K and V) or " << perTokenFp8 << " (FP8 K and V with their scales)";
   return success();
 }
 

@@ -8,7 +8,7 @@ size_t dtype_size(DType t) {
   switch (t) {
     case DType::BF16: case DType::F16: return 2;
     case DType::F32: case DType::I32: return 4;
-    case DType::U8: case DType::I8: return 1;
+    case DType::U8: case DType::I8: case DType::F8E4M3: return 1;
     case DType::I64: return 8;
   }
   return 0;
@@ -23,6 +23,7 @@ std::string_view dtype_name(DType t) {
     case DType::I8: return "I8";
     case DType::I32: return "I32";
     case DType::I64: return "I64";
+    case DType::F8E4M3: return "F8_E4M3";
   }
   return "?";
 }

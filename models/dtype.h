@@ -8,11 +8,13 @@
 
 namespace g4c {
 
-enum class DType : uint8_t { BF16, F16, F32, U8, I8, I32, I64 };
+// F8E4M3 (OCP FP8 E4M3) is a plan storage type of the KV cache (runtime/fp8.h); checkpoint
+// tensors of it are not read (parse_dtype refuses "F8_E4M3").
+enum class DType : uint8_t { BF16, F16, F32, U8, I8, I32, I64, F8E4M3 };
 
 // Bytes per element.
 size_t dtype_size(DType t);
-// Safetensors spelling: "BF16", "F16", "F32", "U8", "I8", "I32", "I64".
+// Safetensors spelling: "BF16", "F16", "F32", "U8", "I8", "I32", "I64", "F8_E4M3".
 std::string_view dtype_name(DType t);
 // Parses the safetensors spelling; returns false for anything else.
 bool parse_dtype(std::string_view s, DType* out);

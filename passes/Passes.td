@@ -86,6 +86,11 @@ def PlanKV : Pass<"g4-plan-kv", "::mlir::ModuleOp"> {
     window - 1 + max-chunk slots for every sequence however short. The attention
     op still masks by its window. Sets `window_pool_bytes` and `full_pool_bytes`
     beside `pool_bytes`.
+    `kv-dtype` is the KV storage type: `auto` (codegen's choice: F32 for CPU
+    reference plans, BF16 for GPU plans; counted as 2 bytes an element), `bf16`,
+    or `fp8` (OCP E4M3 codes, 1 byte an element, and an fp32 scale per token and
+    kv head: 2 x kv_heads x (head_dim + 4) bytes a token; plan.fbs KvLayer). A
+    value other than auto is recorded as `kv_dtype` in `g4.kv` for codegen.
   }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", "16", "tokens per paged block (full layers)">,
@@ -93,7 +98,9 @@ def PlanKV : Pass<"g4-plan-kv", "::mlir::ModuleOp"> {
     Option<"maxSeqs", "max-seqs", "int64_t", "4", "sequences alive at once (decode batch)">,
     Option<"maxSeqLen", "max-seq-len", "int64_t", "2048", "longest sequence (prompt + generated)">,
     Option<"slidingKv", "sliding-kv", "std::string", "\"auto\"",
-           "sliding layers' KV: ring (window - 1 + max-chunk slots per sequence), or paged / auto (blocks of a window pool, taken as a sequence grows and returned as they leave the window)">
+           "sliding layers' KV: ring (window - 1 + max-chunk slots per sequence), or paged / auto (blocks of a window pool, taken as a sequence grows and returned as they leave the window)">,
+    Option<"kvDtype", "kv-dtype", "std::string", "\"auto\"",
+           "KV storage: auto (F32 on CPU plans, BF16 on GPU plans), bf16, or fp8 (E4M3 codes + an fp32 scale per token and kv head)">
   ];
 }
 

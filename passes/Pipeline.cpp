@@ -21,7 +21,8 @@ std::vector<std::string> pipeline_passes(const PipelineOptions& o) {
   p.push_back("g4-fuse-lm-head");
   p.push_back("g4-fuse-norm-residual");
   p.push_back("g4-plan-kv{block-size=" + n(o.kv_block_size) + " max-chunk=" + n(o.max_chunk) + " max-seqs=" +
-              n(o.max_seqs) + " max-seq-len=" + n(o.max_seq_len) + " sliding-kv=" + o.sliding_kv + "}");
+              n(o.max_seqs) + " max-seq-len=" + n(o.max_seq_len) + " sliding-kv=" + o.sliding_kv +
+              (o.kv_dtype == "auto" ? "" : " kv-dtype=" + o.kv_dtype) + "}");
   p.push_back("g4-fuse-qk-norm-rope");
   p.push_back("g4-plan-buckets{max-seqs=" + n(o.max_seqs) + " max-chunk=" + n(o.max_chunk) + "}");
   p.push_back("g4-plan-memory{max-seq-len=" + n(o.max_seq_len) + "}");

@@ -17,6 +17,7 @@ struct PipelineOptions {
   int64_t max_seq_len = 2048;    // prompt + generated
   int64_t kv_block_size = 16;    // paged block size of full layers
   std::string sliding_kv = "auto";  // sliding layers' KV: ring | paged | auto (g4-plan-kv)
+  std::string kv_dtype = "auto";    // KV storage: auto | bf16 | fp8 (g4-plan-kv kv-dtype)
   bool fuse_gate_up = true;
   int64_t context_mib = 512, workspace_mib = 64, graph_pool_mib = 32;
   // Extra passes (textual, e.g. "g4-quantize-rtn{group-size=128}") run on the

@@ -15,7 +15,8 @@ using namespace g4c::g4;
 namespace g4c::passes {
 namespace {
 
-constexpr int64_t kBf16Bytes = 2;  // KV caches are BF16
+constexpr int64_t kBf16Bytes = 2;    // auto and bf16: BF16 elements
+constexpr int64_t kFp8ScaleBytes = 4;  // fp8: an fp32 scale per (token, kv head) row
 
 struct PlanKVPass : impl::PlanKVBase<PlanKVPass> {
   using PlanKVBase::PlanKVBase;
@@ -28,6 +29,10 @@ struct PlanKVPass : impl::PlanKVBase<PlanKVPass> {
     }
     if (slidingKv != "ring" && slidingKv != "paged" && slidingKv != "auto") {
       module.emitError("g4-plan-kv: sliding-kv must be ring, paged or auto, not '") << slidingKv << "'";
+      return signalPassFailure();
+    }
+    if (kvDtype != "auto" && kvDtype != "bf16" && kvDtype != "fp8") {
+      module.emitError("g4-plan-kv: kv-dtype must be auto, bf16 or fp8, not '") << kvDtype << "'";
       return signalPassFailure();
     }
     // Attention op of each layer (fused form); the unfused form has none.
@@ -73,7 +78,9 @@ struct PlanKVPass : impl::PlanKVBase<PlanKVPass> {
                             << " x " << headDim;
         return signalPassFailure();
       }
-      const int64_t perToken = 2 * kvFeatures * kBf16Bytes;  // K and V
+      // K and V of a token: BF16 elements, or FP8 codes and a scale per head.
+      const int64_t perToken =
+          kvDtype == "fp8" ? 2 * (kvFeatures + kvHeads * kFp8ScaleBytes) : 2 * kvFeatures * kBf16Bytes;
       // A chunk of C new tokens still needs the W-1 keys before its first token.
       const int64_t ringCapacity = write.getWindow() - 1 + maxChunk;
       const bool sliding = write.getWindow() > 0 && slidingKv == "ring";
@@ -110,7 +117,7 @@ struct PlanKVPass : impl::PlanKVBase<PlanKVPass> {
       }
       (void)buffer;
     }
-    module->setAttr("g4.kv", b.getDictionaryAttr({
+    SmallVector<NamedAttribute> kvAttrs = {
         b.getNamedAttr("sliding_bytes_per_token", b.getI64IntegerAttr(slidingBytes)),
         b.getNamedAttr("full_bytes_per_token", b.getI64IntegerAttr(fullBytes)),
         b.getNamedAttr("pool_bytes", b.getI64IntegerAttr(totalPool)),
@@ -120,7 +127,9 @@ struct PlanKVPass : impl::PlanKVBase<PlanKVPass> {
         b.getNamedAttr("max_chunk", b.getI64IntegerAttr(maxChunk)),
         b.getNamedAttr("max_seqs", b.getI64IntegerAttr(maxSeqs)),
         b.getNamedAttr("max_seq_len", b.getI64IntegerAttr(maxSeqLen)),
-    }));
+    };
+    if (kvDtype != "auto") kvAttrs.push_back(b.getNamedAttr("kv_dtype", b.getStringAttr(kvDtype)));
+    module->setAttr("g4.kv", b.getDictionaryAttr(kvAttrs));
   }
 };
 

@@ -27,6 +27,7 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, std
     ro.max_chunk_tokens = options.reference_max_chunk_tokens > 0 ? options.reference_max_chunk_tokens
                                                                  : std::max(256, std::min(options.max_seq_len, budget));
     ro.max_seq_len = options.max_seq_len;
+    ro.kv_dtype = options.reference_kv_dtype;
     plan = plan::build_reference_plan(cfg, *ckpt, ro);
   }
   plan::verify_plan_matches(*plan, cfg, *ckpt);  // before any weight is read
@@ -43,9 +44,12 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, std
   bool paged = false;
   int window = 0;
   const int block = std::max(1, (*plan)->kv_block_size());
-  double seq_bytes = 0;  // host KV of one max_seq_len sequence (CPU backend: fp32)
+  double seq_bytes = 0;  // host KV of one max_seq_len sequence (CPU backend: fp32 or FP8)
   for (const auto* l : *(*plan)->kv()) {
-    const double row = double(l->num_kv_heads()) * l->head_dim() * 4 * 2;  // K and V, fp32
+    // K and V of a token as the CPU backend holds them: fp32 (BF16 layers too) or FP8 codes
+    // and scales.
+    const double row = double(l->dtype() == plan::fb::DType::F8E4M3 ? plan::kv_token_bytes(*l)
+                                                                    : 2 * size_t(l->num_kv_heads()) * l->head_dim() * 4);
     if (l->kind() == plan::fb::KvKind::Ring) {
       seq_bytes += row * l->capacity();
     } else if (l->window() > 0) {

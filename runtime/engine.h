@@ -65,6 +65,9 @@ struct EngineOptions {
   // 0: max(256, min(max_seq_len, token budget)), so one step can prefill a whole calibration
   // sequence when the budget allows it.
   int reference_max_chunk_tokens = 0;
+  // Only when open() builds the reference plan: its KV storage type (ReferenceOptions::kv_dtype:
+  // auto = F32, bf16, fp8).
+  std::string reference_kv_dtype = "auto";
 };
 
 struct RunStats {

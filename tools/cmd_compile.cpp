@@ -86,9 +86,9 @@ void run_compile(const CompileArgs& args) {
               (long long)attention, (long long)linears, (long long)int4_linears, (long long)streamed);
   if (auto kv = (*module)->getAttrOfType<mlir::DictionaryAttr>("g4.kv")) {
     auto get = [&](const char* k) { return double(kv.getAs<mlir::IntegerAttr>(k).getInt()) / 1024.0; };
-    std::printf("KV: sliding layers %.2f KiB/token, full layers %.2f KiB/token; %d sequences, chunk %lld\n",
+    std::printf("KV: sliding layers %.2f KiB/token, full layers %.2f KiB/token; %d sequences, chunk %lld%s\n",
                 get("sliding_bytes_per_token"), get("full_bytes_per_token"), int(opts.max_seqs),
-                (long long)opts.max_chunk);
+                (long long)opts.max_chunk, opts.kv_dtype == "auto" ? "" : ("; " + opts.kv_dtype).c_str());
   }
   passes::MemoryTable table;
   if (passes::readMemoryTable(*module, &table)) std::printf("%s", passes::formatMemoryTable(table).c_str());
@@ -148,6 +148,11 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("--graph-pool-mib", args->pipeline.graph_pool_mib, "CUDA graph pool estimate")
       ->capture_default_str();
   cmd->add_flag("--bf16-activations", args->bf16_activations, "BF16 activations (GPU) instead of f32");
+  cmd->add_option("--kv-dtype", args->pipeline.kv_dtype,
+                  "KV cache storage: auto (F32 with f32 activations, BF16 with --bf16-activations), bf16, or fp8 "
+                  "(E4M3 codes, an fp32 scale per token and kv head; the CUDA backend does not read it yet)")
+      ->check(CLI::IsMember({"auto", "bf16", "fp8"}))
+      ->capture_default_str();
   cmd->callback([args] { run_compile(*args); });
 }
 

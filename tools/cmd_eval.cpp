@@ -36,6 +36,7 @@ struct EvalArgs {
   int max_len = 2048;
   int threads = 0;
   int limit = 0;
+  std::string kv_dtype = "auto";
 };
 
 struct Agg {
@@ -75,7 +76,7 @@ void run_eval(const EvalArgs& a) {
 
   // One single-threaded Engine per worker; the workers take whole sequences.
   std::vector<std::unique_ptr<tools::EngineScorer>> engines;
-  for (int t = 0; t < threads; ++t) engines.push_back(std::make_unique<tools::EngineScorer>(a.model, a.max_len, 1));
+  for (int t = 0; t < threads; ++t) engines.push_back(std::make_unique<tools::EngineScorer>(a.model, a.max_len, 1, a.kv_dtype));
   const bool is_int4 = models::Int4Checkpoint::is_int4_dir(a.model);
   auto tok = models::Tokenizer::load(std::filesystem::path(a.model) / "tokenizer.json");
 
@@ -168,6 +169,7 @@ void run_eval(const EvalArgs& a) {
   out["dataset"] = a.dataset;
   out["dataset_sha256"] = sha;
   out["chunk_size"] = a.chunk;
+  out["kv_dtype"] = a.kv_dtype;
   out["max_sequence_length"] = a.max_len;
   out["bucket_lengths"] = buckets;
   const nlohmann::json totals = agg_json(all);
@@ -207,6 +209,10 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--max-sequence-length", a->max_len, "tokens kept per text (BOS included)");
   cmd->add_option("--threads", a->threads, "worker threads (default: all cores)");
   cmd->add_option("--limit", a->limit, "evaluate only the first N sequences (0: all)");
+  cmd->add_option("--kv-dtype", a->kv_dtype,
+                  "KV cache storage: auto (fp32), bf16, or fp8 (E4M3 codes, an fp32 scale per token and kv head)")
+      ->check(CLI::IsMember({"auto", "bf16", "fp8"}))
+      ->capture_default_str();
   cmd->callback([a] { run_eval(*a); });
 }
 

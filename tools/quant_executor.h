@@ -27,10 +27,11 @@ namespace g4c::tools {
 
 // Next-token scoring through Engine::logits: Σ −log p(ids[t+1] | ids[..t]), the sequence
 // fed in chunks of `chunk` tokens through the KV cache; log-softmax of the soft-capped
-// fp32 logits with fp32 exps summed in float64.
+// fp32 logits with fp32 exps summed in float64. The engine runs the reference plan with the
+// KV storage `kv_dtype` (ReferenceOptions::kv_dtype: auto = F32, bf16, fp8).
 class EngineScorer {
  public:
-  EngineScorer(const std::filesystem::path& dir, int max_len, int threads);
+  EngineScorer(const std::filesystem::path& dir, int max_len, int threads, const std::string& kv_dtype = "auto");
   ~EngineScorer();
   const models::ModelConfig& config() const;
   double score_sequence(std::span<const int32_t> ids, int chunk);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "models/error.h"
 #include "tools/compile_plan.h"
 
 namespace g4c::cli {
@@ -20,6 +21,11 @@ void add_engine_options(CLI::App* cmd, RunOptions& o, const std::string& max_seq
   cmd->add_option("--mixed-prefill-tokens", o.mixed_prefill,
                   "prefill tokens of a step that also decodes, bounding how long a decode waits "
                   "(0: --max-num-batched-tokens; -1: the device's default)")
+      ->capture_default_str();
+  cmd->add_option("--kv-dtype", o.kv_dtype,
+                  "KV cache storage of the plan compiled in process: auto, bf16, or fp8 (E4M3 codes, an fp32 scale "
+                  "per token and kv head; cpu only for now)")
+      ->check(CLI::IsMember({"auto", "bf16", "fp8"}))
       ->capture_default_str();
   cmd->add_option("--device", o.dev.device, "cpu or cuda")->capture_default_str();
   cmd->add_option("--emulate", o.dev.emulate, "cuda: run in a 16-SM green context emulating a MIG slice (1g.10gb)");
@@ -50,13 +56,19 @@ runtime::EngineOptions engine_options(const RunOptions& o, int max_seq_len) {
 }
 
 plan::Plan plan_for(const RunOptions& o, int max_seq_len) {
-  if (!o.plan.empty()) return plan::Plan::load_file(o.plan);
+  if (!o.plan.empty()) {
+    if (o.kv_dtype != "auto")
+      throw Error("--kv-dtype " + o.kv_dtype + " applies to the plan compiled in process; --plan " + o.plan +
+                  " has its own KV storage (g4c compile --kv-dtype)");
+    return plan::Plan::load_file(o.plan);
+  }
   passes::PipelineOptions po;
   const int tokens = runtime::step_token_budget(o.dev, o.token_budget);
   const int budget = tokens > 0 ? tokens : std::max(512, o.batch_size);
   po.max_seqs = o.batch_size > 0 ? o.batch_size : runtime::kMaxAutoBatch;
   po.max_chunk = std::max(256, std::min(max_seq_len, budget));  // as Engine::open's default
   po.max_seq_len = max_seq_len;
+  po.kv_dtype = o.kv_dtype;
   // The device budget constrains device plans; the CPU backend holds everything in host memory.
   if (o.dev.device == "cpu") po.budget_mib = int64_t(1) << 40;
   return compile_plan(o.model, po);

@@ -26,13 +26,14 @@ struct RunOptions {
   int token_budget = 0;
   int chunk = 0;
   int mixed_prefill = -1;  // -1: the device's default (step_mixed_prefill_tokens)
+  std::string kv_dtype = "auto";  // KV storage of the plan compiled in process (g4-plan-kv kv-dtype)
   runtime::DeviceFlags dev;  // --device, --emulate, --budget, --trace, --deterministic
 };
 
 // Registers the options of every command that opens an engine (run, bench, serve, chat):
 // --model, --plan, --batch-size, --max-sequence-length (help: max_seq_len_help), --threads,
-// --kv-blocks, --max-num-batched-tokens, --chunk-size, --device, --emulate, --deterministic,
-// --budget and --trace.
+// --kv-blocks, --max-num-batched-tokens, --chunk-size, --kv-dtype, --device, --emulate,
+// --deterministic, --budget and --trace.
 void add_engine_options(CLI::App* cmd, RunOptions& o, const std::string& max_seq_len_help);
 
 // add_engine_options and the batch commands' request defaults: --max-new-tokens, --ignore-eos.

@@ -10,11 +10,21 @@
 
 #include "models/target_clones.h"
 #include "runtime/cpu/gemm.h"
+#include "runtime/fp8.h"
 
 namespace g4c::runtime::cpu {
 namespace {
 
 constexpr int kQueryBlock = 64;  // rows sharing one gathered key/value range
+
+// Value of every E4M3 code (the gather decodes through it).
+struct Fp8Table {
+  float v[256];
+  Fp8Table() {
+    for (int c = 0; c < 256; ++c) v[c] = fp8_e4m3_decode(uint8_t(c));
+  }
+};
+const Fp8Table kFp8;
 
 // s[j] = scale · Σ_e q[e]·kt[e·nk + j] for j in [a, b): kt is the key range transposed
 // ([head_dim][nk]). Keys go in register blocks of kKeys, summed over e in order.
@@ -86,6 +96,17 @@ void attention(ThreadPool& pool, const BatchDesc& batch, const float* q, float* 
       s.resize(size_t(nk));
       for (int j = 0; j < nk; ++j) {
         const size_t at = kv.index(seq, lo + j) + size_t(g) * D;
+        if (kv.k_codes) {
+          const float ks = kv.k_scales[at / D], vs = kv.v_scales[at / D];
+          const uint8_t* kc = kv.k_codes + at;
+          const uint8_t* vc = kv.v_codes + at;
+          float* vj = &vr[size_t(j) * D];
+          for (int e = 0; e < D; ++e) {
+            kt[size_t(e) * nk + j] = kFp8.v[kc[e]] * ks;
+            vj[e] = kFp8.v[vc[e]] * vs;
+          }
+          continue;
+        }
         for (int e = 0; e < D; ++e) kt[size_t(e) * nk + j] = kv.k[at + e];
         std::memcpy(&vr[size_t(j) * D], kv.v + at, size_t(D) * 4);
       }

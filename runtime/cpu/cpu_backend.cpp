@@ -3,10 +3,12 @@
 #include <cmath>
 #include <cstring>
 
+#include "models/dtype.h"
 #include "models/error.h"
 #include "runtime/backend.h"
 #include "runtime/cpu/attention.h"
 #include "runtime/cpu/kernels.h"
+#include "runtime/fp8.h"
 
 namespace g4c::runtime {
 namespace {
@@ -15,13 +17,22 @@ using plan::fb::KernelId;
 namespace fb = plan::fb;
 
 // KV storage of one layer: K and V as [units][tokens per unit][Hkv*D] where a unit is a
-// ring (Ring layers) or a block (Paged layers).
+// ring (Ring layers) or a block (Paged layers). F32 and BF16 layers hold fp32 elements (BF16
+// ones rounded to bf16 values); F8E4M3 layers hold codes there and a scale per (token, head)
+// in [units][tokens per unit][Hkv] (runtime/fp8.h).
 struct KvStore {
   fb::KvKind kind;
+  fb::DType dtype = fb::DType::F32;
   bool windowed = false;  // Paged with a window: blocks of the window pool
-  int row = 0;       // Hkv * D floats per token
+  int row = 0;       // Hkv * D elements per token
+  int head_dim = 0;  // D
   int unit = 0;      // tokens per ring (capacity) or per block (block_size)
-  std::vector<float> k, v;
+  std::vector<float> k, v;               // F32 / BF16
+  std::vector<uint8_t> k_codes, v_codes;  // F8E4M3
+  std::vector<float> k_scales, v_scales;  // F8E4M3
+  size_t bytes() const {
+    return (k.size() + v.size() + k_scales.size() + v_scales.size()) * 4 + k_codes.size() + v_codes.size();
+  }
 };
 
 class CpuBackend final : public Backend {
@@ -36,20 +47,31 @@ class CpuBackend final : public Backend {
     for (const auto* l : *plan->kv()) {
       KvStore s;
       s.kind = l->kind();
+      s.dtype = l->dtype();
+      if (s.dtype != fb::DType::F32 && s.dtype != fb::DType::BF16 && s.dtype != fb::DType::F8E4M3)
+        throw Error(std::string("cpu backend: KV element type ") + fb::EnumNameDType(s.dtype) + " is not supported");
       s.row = l->num_kv_heads() * l->head_dim();
+      s.head_dim = l->head_dim();
       s.unit = l->kind() == fb::KvKind::Ring ? l->capacity() : l->block_size();
       s.windowed = l->kind() == fb::KvKind::Paged && l->window() > 0;
       const size_t units = l->kind() == fb::KvKind::Ring ? sizes.ring_slots
                            : s.windowed                  ? sizes.window_blocks
                                                          : sizes.num_blocks;
       const size_t n = units * s.unit * s.row;
-      allocate(s.k, n, "KV cache (K)");
-      allocate(s.v, n, "KV cache (V)");
+      if (s.dtype == fb::DType::F8E4M3) {
+        allocate(s.k_codes, n, "KV cache (K codes)");
+        allocate(s.v_codes, n, "KV cache (V codes)");
+        allocate(s.k_scales, n / s.head_dim, "KV cache (K scales)");
+        allocate(s.v_scales, n / s.head_dim, "KV cache (V scales)");
+      } else {
+        allocate(s.k, n, "KV cache (K)");
+        allocate(s.v, n, "KV cache (V)");
+      }
       kv_.push_back(std::move(s));
     }
     values_.assign(plan->values()->size(), {});
     bytes_now_ = weights.total_bytes();
-    for (const auto& s : kv_) bytes_now_ += (s.k.size() + s.v.size()) * 4;
+    for (const auto& s : kv_) bytes_now_ += s.bytes();
     peak_ = bytes_now_;
   }
 
@@ -97,16 +119,17 @@ class CpuBackend final : public Backend {
       default: return batch_->num_tokens();
     }
   }
-  // Sizes `v` to n floats (zero-filled where it grows); a failed allocation, real or injected,
-  // becomes a g4c::Error naming it, and `v` keeps its old contents.
-  void allocate(std::vector<float>& v, size_t n, const char* what) {
+  // Sizes `v` to n elements (zero-filled where it grows); a failed allocation, real or
+  // injected, becomes a g4c::Error naming it, and `v` keeps its old contents.
+  template <typename T>
+  void allocate(std::vector<T>& v, size_t n, const char* what) {
     try {
-      if (n > v.size() && fault_ && fault_((n - v.size()) * sizeof(float), what)) throw std::bad_alloc();
+      if (n > v.size() && fault_ && fault_((n - v.size()) * sizeof(T), what)) throw std::bad_alloc();
       v.resize(n);
     } catch (const std::bad_alloc&) {
-      throw Error("cpu backend: out of memory allocating " + std::to_string(n * sizeof(float)) + " bytes for " + what);
+      throw Error("cpu backend: out of memory allocating " + std::to_string(n * sizeof(T)) + " bytes for " + what);
     } catch (const std::length_error&) {
-      throw Error("cpu backend: " + std::to_string(n) + " floats for " + what + " exceed the address space");
+      throw Error("cpu backend: " + std::to_string(n) + " elements for " + what + " exceed the address space");
     }
   }
   float* val(int id) { return values_[id].data(); }
@@ -136,16 +159,34 @@ class CpuBackend final : public Backend {
   void kv_write(int kv_layer, const float* k, const float* v) {
     auto& s = kv_[kv_layer];
     for (int r = 0; r < batch_->num_tokens(); ++r) {
-      size_t at = kv_index(s, batch_->seq_of_row[r], batch_->positions[r]);
-      std::memcpy(&s.k[at], k + size_t(r) * s.row, s.row * 4);
-      std::memcpy(&s.v[at], v + size_t(r) * s.row, s.row * 4);
+      const size_t at = kv_index(s, batch_->seq_of_row[r], batch_->positions[r]);
+      const float* kr = k + size_t(r) * s.row;
+      const float* vr = v + size_t(r) * s.row;
+      if (s.dtype == fb::DType::F8E4M3) {
+        for (size_t h = 0; h < size_t(s.row / s.head_dim); ++h) {
+          const size_t e = h * s.head_dim;
+          s.k_scales[at / s.head_dim + h] = quantize_row_e4m3(kr + e, s.head_dim, &s.k_codes[at + e]);
+          s.v_scales[at / s.head_dim + h] = quantize_row_e4m3(vr + e, s.head_dim, &s.v_codes[at + e]);
+        }
+      } else if (s.dtype == fb::DType::BF16) {
+        for (int e = 0; e < s.row; ++e) {
+          s.k[at + e] = bf16_to_f32(f32_to_bf16(kr[e]));
+          s.v[at + e] = bf16_to_f32(f32_to_bf16(vr[e]));
+        }
+      } else {
+        std::memcpy(&s.k[at], kr, s.row * 4);
+        std::memcpy(&s.v[at], vr, s.row * 4);
+      }
     }
   }
 
   void attention(const fb::Step& st) {
     const auto* a = st.attrs();
     const KvStore& s = kv_[a->kv_layer()];
-    const cpu::KvRows rows{s.k.data(), s.v.data(), [&](int seq, int pos) { return kv_index(s, seq, pos); }};
+    cpu::KvRows rows{s.k.data(), s.v.data(), [&](int seq, int pos) { return kv_index(s, seq, pos); }};
+    if (s.dtype == fb::DType::F8E4M3)
+      rows = {nullptr, nullptr, std::move(rows.index), s.k_codes.data(), s.v_codes.data(), s.k_scales.data(),
+              s.v_scales.data()};
     cpu::attention(pool_, *batch_, val(in(st, 0)), val(out(st, 0)), a->num_q_heads(), a->num_kv_heads(),
                    a->head_dim(), a->window(), a->scale(), rows);
   }

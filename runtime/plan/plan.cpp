@@ -48,6 +48,8 @@ void check_ids(const fb::Plan& p, const std::string& name) {
     if (k->kind() == fb::KvKind::Ring && k->capacity() < k->window() - 1 + p.max_chunk_tokens())
       bad(fmt("ring kv %d: capacity %d < window - 1 + max_chunk_tokens", i, k->capacity()));
     if (k->kind() == fb::KvKind::Paged && k->block_size() <= 0) bad(fmt("paged kv %d has block size 0", i));
+    if (k->dtype() != fb::DType::F32 && k->dtype() != fb::DType::BF16 && k->dtype() != fb::DType::F8E4M3)
+      bad(fmt("kv %d stores %s elements (F32, BF16 or F8E4M3)", i, fb::EnumNameDType(k->dtype())));
   }
   for (int s = 0; s < int(p.program()->size()); ++s) {
     const auto* st = p.program()->Get(s);
@@ -343,6 +345,21 @@ void verify_plan_matches(const Plan& plan, const models::ModelConfig& cfg, const
   }
 }
 
+size_t kv_token_bytes(const fb::KvLayer& l) {
+  const size_t heads = size_t(l.num_kv_heads()), d = size_t(l.head_dim());
+  switch (l.dtype()) {
+    case fb::DType::F8E4M3: return 2 * heads * (d + 4);  // codes + an fp32 scale per head
+    case fb::DType::BF16: return 2 * heads * d * 2;
+    default: return 2 * heads * d * 4;
+  }
+}
+
+size_t kv_token_bytes(const Plan& plan) {
+  size_t n = 0;
+  for (const auto* l : *plan->kv()) n += kv_token_bytes(*l);
+  return n;
+}
+
 const char* kernel_name(fb::KernelId k) { return fb::EnumNameKernelId(k); }
 const char* epilogue_name(fb::Epilogue e) { return fb::EnumNameEpilogue(e); }
 
@@ -379,10 +396,11 @@ std::string describe(const Plan& plan, bool with_weights) {
   o << "kv (block_size " << p.kv_block_size() << ", max_chunk_tokens " << p.max_chunk_tokens() << ")\n";
   for (int i = 0; i < int(p.kv()->size()); ++i) {
     const auto* k = p.kv()->Get(i);
-    o << fmt("  kv%-3d layer %2d %-5s heads %d dim %d window %d capacity %d block %d %s\n", i, k->layer(),
+    o << fmt("  kv%-3d layer %2d %-5s heads %d dim %d window %d capacity %d block %d %s %zu B/token\n", i, k->layer(),
              fb::EnumNameKvKind(k->kind()), k->num_kv_heads(), k->head_dim(), k->window(), k->capacity(), k->block_size(),
-             fb::EnumNameDType(k->dtype()));
+             fb::EnumNameDType(k->dtype()), kv_token_bytes(*k));
   }
+  o << fmt("  K and V per token, all layers: %zu bytes\n", kv_token_bytes(plan));
   o << "values (" << p.values()->size() << ")\n";
   for (int i = 0; i < int(p.values()->size()); ++i) {
     const auto* v = p.values()->Get(i);

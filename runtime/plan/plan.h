@@ -61,6 +61,12 @@ uint64_t checkpoint_fingerprint(const models::ModelConfig& cfg, const models::Ch
 // fingerprint mismatch, or a weight whose key / dtype / shape is not in the checkpoint.
 void verify_plan_matches(const Plan& plan, const models::ModelConfig& cfg, const models::Checkpoint& ckpt);
 
+// Bytes of K and V of one token in one KV layer as stored: 2 × heads × head_dim × element
+// bytes; F8E4M3 adds an fp32 scale per head (2 × heads × (head_dim + 4)).
+size_t kv_token_bytes(const fb::KvLayer& layer);
+// Summed over every KV layer of the plan.
+size_t kv_token_bytes(const Plan& plan);
+
 // Readable names.
 const char* kernel_name(fb::KernelId k);
 const char* epilogue_name(fb::Epilogue e);

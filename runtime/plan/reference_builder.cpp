@@ -199,6 +199,11 @@ Plan Builder::build() {
     throw Error(cfg_.source + ": per-layer inputs (hidden_size_per_layer_input) are not supported");
   if (opts_.sliding_kv != "ring" && opts_.sliding_kv != "paged" && opts_.sliding_kv != "auto")
     throw Error("reference plan: sliding_kv must be ring, paged or auto, got \"" + opts_.sliding_kv + "\"");
+  if (opts_.kv_dtype != "auto" && opts_.kv_dtype != "bf16" && opts_.kv_dtype != "fp8")
+    throw Error("reference plan: kv_dtype must be auto, bf16 or fp8, got \"" + opts_.kv_dtype + "\"");
+  const fb::DType kv_dtype = opts_.kv_dtype == "fp8"    ? fb::DType::F8E4M3
+                             : opts_.kv_dtype == "bf16" ? fb::DType::BF16
+                                                        : fb::DType::F32;
   // KV layout: one cache per layer, ring for sliding, paged for full.
   std::vector<Offset<fb::KvLayer>> kv;
   for (int i = 0; i < cfg_.num_layers; ++i) {
@@ -208,7 +213,7 @@ Plan Builder::build() {
     kv_of_layer_.push_back(i);
     kv.push_back(fb::CreateKvLayer(fbb_, i, paged ? fb::KvKind::Paged : fb::KvKind::Ring, g.num_kv_heads, g.head_dim,
                                    g.window, paged ? 0 : ring_capacity, paged ? opts_.kv_block_size : 0,
-                                   /*kv_shared (deprecated)=*/false, fb::DType::F32));
+                                   /*kv_shared (deprecated)=*/false, kv_dtype));
   }
   const int H = cfg_.hidden_size;
   const int h = value("h", H), a = value("a", H);

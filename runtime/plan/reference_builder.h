@@ -23,6 +23,9 @@ struct ReferenceOptions {
   // Sliding layers' KV as g4-plan-kv's sliding-kv: "ring", or "paged" / "auto" (blocks of the
   // window pool, returned as they leave the window).
   std::string sliding_kv = "auto";
+  // KV storage type as g4-plan-kv's kv-dtype: "auto" (F32, the CPU reference), "bf16", or
+  // "fp8" (F8E4M3 codes with a scale per token and head; plan.fbs KvLayer.dtype).
+  std::string kv_dtype = "auto";
   int max_seq_len = 2048;
   std::vector<int> bucket_tokens = {16, 64, 256, 1024};  // shape buckets (tokens per step)
 };

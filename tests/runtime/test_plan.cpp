@@ -190,6 +190,9 @@ TEST(Plan, StepsThatDisagreeWithTheirBindingsAreRefused) {
                  "rotary pairs");
   // A ring too small for the window plus a chunk.
   expect_refused([&](fb::Plan& p) { p.mutable_kv()->GetMutableObject(0)->mutate_capacity(128); }, "ring capacity");
+  // A KV element type the backends do not store (F32, BF16 and F8E4M3 are the KV types).
+  expect_refused([&](fb::Plan& p) { ASSERT_TRUE(p.mutable_kv()->GetMutableObject(0)->mutate_dtype(fb::DType::I8)); },
+                 "kv dtype");
   // The LM head writing token rows.
   expect_refused([&](fb::Plan& p) {
     auto* st = first(p, fb::KernelId::LmHead);

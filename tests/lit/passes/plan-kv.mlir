@@ -2,6 +2,9 @@
 // RUN: g4c opt %s --split-input-file --g4-plan-kv="max-chunk=4 max-seqs=2 max-seq-len=64 block-size=16 sliding-kv=paged" | FileCheck %s --check-prefix=PAGED
 // RUN: g4c opt %s --split-input-file --g4-plan-kv="max-chunk=4 max-seqs=2 max-seq-len=20 block-size=16" | FileCheck %s --check-prefix=AUTO
 // RUN: not g4c opt %s --split-input-file --g4-plan-kv="sliding-kv=rings" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: g4c opt %s --split-input-file --g4-plan-kv="max-chunk=4 max-seqs=2 max-seq-len=64 block-size=16 sliding-kv=ring kv-dtype=fp8" | FileCheck %s --check-prefix=FP8
+// RUN: g4c opt %s --split-input-file --g4-plan-kv="max-chunk=4 max-seqs=2 max-seq-len=64 block-size=16 sliding-kv=ring kv-dtype=bf16" | FileCheck %s --check-prefix=BF16
+// RUN: not g4c opt %s --split-input-file --g4-plan-kv="kv-dtype=fp16" 2>&1 | FileCheck %s --check-prefix=BADDT
 
 // Layer 0 sliding (window 8, 2 kv heads x 16), layer 1 full with k_eq_v (1 kv head x 32).
 // Sliding: 2 (K,V) x 32 x 2 B = 128 B/token; ring capacity 8 - 1 + 4 = 11 tokens per sequence,
@@ -24,6 +27,15 @@
 // AUTO: module attributes {g4.kv = {{{.*}}pool_bytes = 16384 : i64
 // AUTO-DAG: g4.kv_buffer @kv.layer0 {{{.*}}kind = "paged", layer = 0 : i64, num_blocks = 4 : i64{{.*}}window = 8 : i64
 // BAD: sliding-kv must be ring, paged or auto, not 'rings'
+// kv-dtype=fp8: a code per element and an fp32 scale per (token, kv head), for K and V.
+// Sliding: 2 x (2 heads x 16 + 2 x 4) = 80 B/token, ring pool 11 x 80 x 2 = 1760 B; full:
+// 2 x (32 + 4) = 72 B/token, 8 blocks x 16 x 72 = 9216 B; codegen reads kv_dtype.
+// FP8: module attributes {g4.kv = {block_size = 16 : i64, full_bytes_per_token = 72 : i64, full_pool_bytes = 9216 : i64, kv_dtype = "fp8", max_chunk = 4 : i64, max_seq_len = 64 : i64, max_seqs = 2 : i64, pool_bytes = 10976 : i64, sliding_bytes_per_token = 80 : i64, window_pool_bytes = 0 : i64}}
+// FP8-DAG: g4.kv_buffer @kv.layer0 {bytes_per_token = 80 : i64, capacity = 11 : i64, {{.*}}pool_bytes = 1760 : i64}
+// FP8-DAG: g4.kv_buffer @kv.layer1 {block_size = 16 : i64, bytes_per_token = 72 : i64, {{.*}}pool_bytes = 9216 : i64}
+// kv-dtype=bf16: the sizes of auto (BF16), with kv_dtype recorded.
+// BF16: module attributes {g4.kv = {block_size = 16 : i64, full_bytes_per_token = 128 : i64, full_pool_bytes = 16384 : i64, kv_dtype = "bf16", {{.*}}pool_bytes = 19200 : i64, sliding_bytes_per_token = 128 : i64
+// BADDT: kv-dtype must be auto, bf16 or fp8, not 'fp16'
 g4.weight @kn0 : tensor<16xbf16>
 g4.weight @kn1 : tensor<32xbf16>
 // CHECK-LABEL: func.func @two_layers

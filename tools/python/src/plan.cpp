@@ -16,8 +16,6 @@ namespace {
 
 namespace fb = plan::fb;
 
-size_t elem_bytes(fb::DType t) { return dtype_size(static_cast<DType>(static_cast<uint8_t>(t))); }
-
 // The memory figures the plan itself determines (bytes). The CUDA context and the KV pool
 // size are runtime options, so the table gives KV per sequence (rings) and per token (paged).
 py::dict memory_table(const plan::Plan& p) {
@@ -44,7 +42,7 @@ py::dict memory_table(const plan::Plan& p) {
   if (p->kv())
     for (const auto* l : *p->kv()) {
       // K and V of a token.
-      const int64_t per_token = 2 * int64_t(l->num_kv_heads()) * l->head_dim() * int64_t(elem_bytes(l->dtype()));
+      const int64_t per_token = int64_t(plan::kv_token_bytes(*l));
       if (l->kind() == fb::KvKind::Ring)
         ring_per_seq += per_token * l->capacity();
       else
