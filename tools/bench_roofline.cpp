@@ -60,9 +60,10 @@ WorkModel count_work(const models::ModelConfig& cfg, double weight_bytes, const 
     m.decode.tokens += D;
     m.prefill.linear_flops += 2 * linear_params * double(P) + (G > 0 ? 2 * head : 0.0);
     m.decode.linear_flops += 2 * (linear_params + head) * double(D);
-    for (const auto& g : cfg.layers) {
+    for (size_t li = 0; li < cfg.layers.size(); ++li) {
+      const auto& g = cfg.layers[li];
       const double per_key = 4.0 * cfg.num_q_heads * g.head_dim;
-      const double kv = double(g.kv_bytes_per_token());
+      const double kv = li < sched.kv_token_bytes.size() ? sched.kv_token_bytes[li] : double(g.kv_bytes_per_token());
       m.prefill.attention_flops += per_key * visible_sum(g, 0, P);
       m.decode.attention_flops += per_key * visible_sum(g, P, P + D);
       m.prefill.kv_bytes += kv * double(P) + (P > 0 ? kv * double(visible(g, P - 1)) : 0.0);

@@ -274,6 +274,10 @@ json bench(const BenchArgs& a) {
                      {"bytes_source", ceil.bytes_source}};
   bench::ScheduleShape sched{engine->options().token_budget, engine->options().chunk_tokens, full[0].steps,
                             pre[0].steps};
+  for (const auto& g : engine->config().layers) sched.kv_token_bytes.push_back(double(g.kv_bytes_per_token()));
+  for (const auto* l : *engine->plan()->kv())
+    if (l->layer() >= 0 && size_t(l->layer()) < sched.kv_token_bytes.size())
+      sched.kv_token_bytes[size_t(l->layer())] = double(plan::kv_token_bytes(*l));
   const auto work = bench::count_work(engine->config(), bench::checkpoint_bytes(dir), shapes, sched);
   const double pmed = bench::percentile(pel, 50);
   rep["phases"] = {{"prefill", bench::phase_json(work.prefill, pmed, ceil)},

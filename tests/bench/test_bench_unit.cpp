@@ -50,6 +50,18 @@ TEST(BenchWork, TinyOneShortRequestByHand) {
   EXPECT_DOUBLE_EQ(w.decode.weight_bytes, 1000);
 }
 
+// KV bytes as the plan stores them (ScheduleShape::kv_token_bytes, from plan::kv_token_bytes):
+// FP8 codes + an fp32 scale per head, sliding 2·2·(64 + 4) = 272, full 2·1·(128 + 4) = 264.
+TEST(BenchWork, KvBytesFollowThePlansStorage) {
+  const auto cfg = models::load_model_config(tiny_dir());
+  bench::ScheduleShape sched{512, 256, 2};
+  for (const auto& g : cfg.layers) sched.kv_token_bytes.push_back(g.head_dim == 64 ? 272.0 : 264.0);
+  const auto w = bench::count_work(cfg, 1000.0, {{3, 2}}, sched);
+  EXPECT_DOUBLE_EQ(w.prefill.kv_bytes, (10 * 272.0 + 2 * 264.0) * 6.0);
+  EXPECT_DOUBLE_EQ(w.decode.kv_bytes, (10 * 272.0 + 2 * 264.0) * 5.0);
+  EXPECT_DOUBLE_EQ(w.prefill.linear_flops, 2 * kLinear * 3 + 2 * kHead);  // only the KV bytes change
+}
+
 TEST(BenchWork, SlidingWindowCapsVisibleKeys) {
   const auto cfg = models::load_model_config(tiny_dir());
   // P = 200 > W = 128: sliding Σ min(t+1, 128) = 128·129/2 + 72·128 = 17472; full Σ (t+1) = 20100.
