@@ -368,7 +368,7 @@ void EngineCalibrationExecutor::keep_cut(int layer, int stop, size_t batch) {
 }
 
 void EngineCalibrationExecutor::for_each_batch(int layer, int start, int stop,
-                                               const std::function<void(size_t, size_t)>& after) {
+                                               const std::function<void(size_t, size_t, size_t)>& after) {
   runtime::Engine& e = *engine_;
   const int64_t H = e.config().hidden_size;
   const int hv = e.plan().find_value("h"), av = e.plan().find_value("a");
@@ -395,7 +395,7 @@ void EngineCalibrationExecutor::for_each_batch(int layer, int start, int stop,
     e.forward(b, start, stop);
     e.backend().wait();
     steps_executed_ += first0 + (stop - start);
-    after(batch, off);
+    after(batch, off, cnt);
   }
 }
 
@@ -431,12 +431,10 @@ void EngineCalibrationExecutor::run_layer(int layer, const Observer& observe, bo
       });
   }
   try {
-    for_each_batch(layer, start, stop, [&](size_t batch, size_t off) {
+    for_each_batch(layer, start, stop, [&](size_t, size_t off, size_t cnt) {
       if (stop < last) report(groups.back(), observe);
       if (advance) {
         const auto t_io = std::chrono::steady_clock::now();
-        const size_t cnt = std::min(seqs_.size() - batch * size_t(batch_), size_t(batch_)) * size_t(len_) *
-                           size_t(e.config().hidden_size);
         read_boundary(hv, false, off, cnt);
         if (layer + 1 < e.config().num_layers) read_boundary(av, true, off, cnt);
         value_io_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_io).count();
@@ -472,7 +470,7 @@ void EngineCalibrationExecutor::observe_group(int layer, int group, const Observ
   const int start = cut_.layer == layer && cut_.step >= first && cut_.step <= g.step ? cut_.step : first;
   try {
     // Stop before the group's first Linear, read the value it would read, keep the cut.
-    for_each_batch(layer, start, g.step, [&](size_t batch, size_t) {
+    for_each_batch(layer, start, g.step, [&](size_t batch, size_t, size_t) {
       report(g, observe);
       keep_cut(layer, g.step, batch);
     });

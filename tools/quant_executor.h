@@ -99,8 +99,9 @@ class EngineCalibrationExecutor : public quant::CalibrationExecutor {
   DeviceObserver dev_observer_;
   // Runs every calibration batch through steps [start, stop) of `layer` — from the
   // layer-boundary values when start is the layer's first step, else from the values
-  // kept at the cut `start` — then calls after(batch index, offset into h_/a_).
-  void for_each_batch(int layer, int start, int stop, const std::function<void(size_t, size_t)>& after);
+  // kept at the cut `start` — then calls after(batch index, offset of its rows into the boundary
+  // values, their entry count).
+  void for_each_batch(int layer, int start, int stop, const std::function<void(size_t, size_t, size_t)>& after);
   // Keeps, for batch `batch`, the values read in [stop, end of layer) before being written
   // there (the state a later piece resumes from).
   void keep_cut(int layer, int stop, size_t batch);

@@ -48,8 +48,6 @@ class CpuBackend final : public Backend {
       KvStore s;
       s.kind = l->kind();
       s.dtype = l->dtype();
-      if (s.dtype != fb::DType::F32 && s.dtype != fb::DType::BF16 && s.dtype != fb::DType::F8E4M3)
-        throw Error(std::string("cpu backend: KV element type ") + fb::EnumNameDType(s.dtype) + " is not supported");
       s.row = l->num_kv_heads() * l->head_dim();
       s.head_dim = l->head_dim();
       s.unit = l->kind() == fb::KvKind::Ring ? l->capacity() : l->block_size();

@@ -199,6 +199,7 @@ class CudaBackend final : public runtime::Backend {
   void* read_staging(size_t bytes) const;  // read_host_, grown to at least `bytes`
   int stage_value(int value) const;        // the value's current rows into read_host_; returns rows
   void begin_write(const DevValue& v, size_t n, const char* what) const;  // rows check, stream idle
+  int batch_rows(const DevValue& v) const;  // the current batch's rows of v's row space
   mutable void* read_host_ = nullptr;  // pinned staging for read_value / argmax_rows
   mutable size_t read_host_bytes_ = 0;
   int H_ = 0;

@@ -16,12 +16,15 @@
 
 namespace g4c::cudart {
 
+// The rows value `v` holds for the current batch (its row space's count).
+int CudaBackend::batch_rows(const DevValue& v) const {
+  return v.rows == fb::RowSpace::LogitRows ? shape_.real_R : v.rows == fb::RowSpace::Sequences ? shape_.real_S : shape_.real_T;
+}
+
 const void* CudaBackend::device_value_bf16(int value, int* rows) const {
   const auto& v = values_.at(value);
   if (v.type != VType::BF16) return nullptr;
-  *rows = v.rows == fb::RowSpace::LogitRows ? shape_.real_R
-          : v.rows == fb::RowSpace::Sequences ? shape_.real_S
-                                              : shape_.real_T;
+  *rows = batch_rows(v);
   return v.ptr;
 }
 
@@ -41,9 +44,7 @@ int CudaBackend::stage_value(int value) const {
   const auto& v = values_.at(value);
   check(cudaStreamSynchronize(device_->stream()), "synchronize before read_value");
   const_cast<CudaBackend*>(this)->flush_trace();
-  const int rows = v.rows == fb::RowSpace::LogitRows ? shape_.real_R
-                   : v.rows == fb::RowSpace::Sequences ? shape_.real_S
-                                                       : shape_.real_T;
+  const int rows = batch_rows(v);
   const size_t bytes = size_t(rows) * v.cols * v.elem();
   if (bytes) check(cudaMemcpy(read_staging(bytes), v.ptr, bytes, cudaMemcpyDeviceToHost), "read_value copy");
   return rows;
@@ -107,9 +108,7 @@ int CudaBackend::read_value_bf16(int value, std::span<uint16_t> out) const {
   if (v.type != VType::BF16) throw Error("cuda backend: read_value_bf16 of a value that is not bf16");
   check(cudaStreamSynchronize(device_->stream()), "synchronize before read_value_bf16");
   const_cast<CudaBackend*>(this)->flush_trace();
-  const int rows = v.rows == fb::RowSpace::LogitRows ? shape_.real_R
-                   : v.rows == fb::RowSpace::Sequences ? shape_.real_S
-                                                       : shape_.real_T;
+  const int rows = batch_rows(v);
   const size_t n = size_t(rows) * v.cols;
   if (out.size() < n)
     throw Error("cuda backend: read_value_bf16 needs " + std::to_string(n) + " entries, has " + std::to_string(out.size()));
