@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+
 namespace g4c::cli {
 
 void add_compile_command(CLI::App& app);
@@ -14,6 +16,17 @@ void add_eval_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_synth_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
+
+// --kv-dtype auto|bf16|fp8 into `target`; `auto_means` says what auto stores for this command.
+inline CLI::Option* add_kv_dtype_option(CLI::App* cmd, std::string& target, const std::string& auto_means) {
+  return cmd
+      ->add_option("--kv-dtype", target,
+                   "KV cache storage: auto (" + auto_means +
+                       "), bf16, or fp8 (E4M3 codes, an fp32 scale per token and kv head; the CUDA backend does "
+                       "not read fp8 yet)")
+      ->check(CLI::IsMember({"auto", "bf16", "fp8"}))
+      ->capture_default_str();
+}
 
 // Thrown by a subcommand that is not implemented yet: main prints it and exits 2.
 struct NotImplemented {

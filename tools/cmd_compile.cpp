@@ -148,11 +148,7 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("--graph-pool-mib", args->pipeline.graph_pool_mib, "CUDA graph pool estimate")
       ->capture_default_str();
   cmd->add_flag("--bf16-activations", args->bf16_activations, "BF16 activations (GPU) instead of f32");
-  cmd->add_option("--kv-dtype", args->pipeline.kv_dtype,
-                  "KV cache storage: auto (F32 with f32 activations, BF16 with --bf16-activations), bf16, or fp8 "
-                  "(E4M3 codes, an fp32 scale per token and kv head; the CUDA backend does not read it yet)")
-      ->check(CLI::IsMember({"auto", "bf16", "fp8"}))
-      ->capture_default_str();
+  cli::add_kv_dtype_option(cmd, args->pipeline.kv_dtype, "F32 with f32 activations, BF16 with --bf16-activations");
   cmd->callback([args] { run_compile(*args); });
 }
 

@@ -209,10 +209,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--max-sequence-length", a->max_len, "tokens kept per text (BOS included)");
   cmd->add_option("--threads", a->threads, "worker threads (default: all cores)");
   cmd->add_option("--limit", a->limit, "evaluate only the first N sequences (0: all)");
-  cmd->add_option("--kv-dtype", a->kv_dtype,
-                  "KV cache storage: auto (fp32), bf16, or fp8 (E4M3 codes, an fp32 scale per token and kv head)")
-      ->check(CLI::IsMember({"auto", "bf16", "fp8"}))
-      ->capture_default_str();
+  cli::add_kv_dtype_option(cmd, a->kv_dtype, "fp32");
   cmd->callback([a] { run_eval(*a); });
 }
 

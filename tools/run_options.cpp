@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "models/error.h"
+#include "tools/cli.h"
 #include "tools/compile_plan.h"
 
 namespace g4c::cli {
@@ -22,11 +23,7 @@ void add_engine_options(CLI::App* cmd, RunOptions& o, const std::string& max_seq
                   "prefill tokens of a step that also decodes, bounding how long a decode waits "
                   "(0: --max-num-batched-tokens; -1: the device's default)")
       ->capture_default_str();
-  cmd->add_option("--kv-dtype", o.kv_dtype,
-                  "KV cache storage of the plan compiled in process: auto, bf16, or fp8 (E4M3 codes, an fp32 scale "
-                  "per token and kv head; cpu only for now)")
-      ->check(CLI::IsMember({"auto", "bf16", "fp8"}))
-      ->capture_default_str();
+  cli::add_kv_dtype_option(cmd, o.kv_dtype, "of the plan compiled in process: F32 on the cpu, BF16 on cuda");
   cmd->add_option("--device", o.dev.device, "cpu or cuda")->capture_default_str();
   cmd->add_option("--emulate", o.dev.emulate, "cuda: run in a 16-SM green context emulating a MIG slice (1g.10gb)");
   cmd->add_flag("--deterministic", o.dev.deterministic,
