@@ -22,8 +22,8 @@ inline CLI::Option* add_kv_dtype_option(CLI::App* cmd, std::string& target, cons
   return cmd
       ->add_option("--kv-dtype", target,
                    "KV cache storage: auto (" + auto_means +
-                       "), bf16, or fp8 (E4M3 codes, an fp32 scale per token and kv head; the CUDA backend does "
-                       "not read fp8 yet)")
+                       "), bf16, or fp8 (E4M3 codes, an fp32 scale per token and kv head: about half "
+                       "the bytes of bf16)")
       ->check(CLI::IsMember({"auto", "bf16", "fp8"}))
       ->capture_default_str();
 }

@@ -31,7 +31,7 @@ struct AttnCfg {
   static constexpr int kSmem = kQ + 2 * (kK + kV);
 };
 
-template <int D, int DV, int NW>
+template <int D, int DV, int NW, bool F8>
 __global__ void __launch_bounds__(NW * 32) attn_kernel(const AttnArgs a) {
   using C = AttnCfg<D, DV, NW>;
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -53,7 +53,7 @@ __global__ void __launch_bounds__(NW * 32) attn_kernel(const AttnArgs a) {
   __shared__ long sslot[2][kBK];
   auto calc_slots = [&](int tile) { attn_calc_slots(sslot[(tile - t_lo) & 1], a.kv, r, tile, kend, tid); };
   auto load_kv = [&](int stage, int tile) {
-    attn_load_kv<D, DV, kThreads>(ks0 + stage * (kBK * D), vs0 + stage * (kBK * DV), a, hk, dvp, sslot[(tile - t_lo) & 1], tid);
+    attn_load_kv<D, DV, kThreads, F8>(ks0 + stage * (kBK * D), vs0 + stage * (kBK * DV), a, hk, dvp, sslot[(tile - t_lo) & 1], tid);
   };
 
   const int warp = tid >> 5, lane = tid & 31;
@@ -196,11 +196,11 @@ __global__ void attn_combine_kernel(const float* __restrict__ ws_o, const float2
   }
 }
 
-template <int D, int NW>
+template <int D, int NW, bool F8>
 cudaError_t launch_attn(const AttnArgs& a, int max_q_len, int num_requests, cudaStream_t stream) {
   constexpr int DV = D > 256 ? 256 : D;
   using C = AttnCfg<D, DV, NW>;
-  auto kern = attn_kernel<D, DV, NW>;
+  auto kern = attn_kernel<D, DV, NW, F8>;
   static const cudaError_t attr =  // once per instantiation (one device assumed)
       cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
   if (attr != cudaSuccess) return attr;
@@ -277,6 +277,7 @@ cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, 
   if (hkv <= 0 || hq % hkv != 0) return cudaErrorInvalidValue;
   const int g = hq / hkv;
   if (g > 16 || (16 % g) != 0) return cudaErrorInvalidValue;
+  if (kv.k8 && !(kv.v8 && kv.k_scale && kv.v_scale)) return cudaErrorInvalidValue;
   splits = std::max(1, splits);
   if (splits > 1 && workspace_bytes < attention_workspace_bytes(b, hq, d, splits))
     return cudaErrorInvalidValue;
@@ -309,8 +310,14 @@ cudaError_t attention(const bf16* q, int hq, int hkv, int d, const KvCache& kv, 
   } else if (d == 256 || d == 512) {
     err = launch_attn_sm90(a, d, sm90_split_keys(d, b, g, hkv, splits, stream), b.max_q_len, b.num_requests, stream);
   } else switch (d) {  // prefill-sized, d 64 / 128
-    case 64: err = launch_attn<64, 4>(a, b.max_q_len, b.num_requests, stream); break;
-    case 128: err = launch_attn<128, 4>(a, b.max_q_len, b.num_requests, stream); break;
+    case 64:
+      err = a.kv.k8 ? launch_attn<64, 4, true>(a, b.max_q_len, b.num_requests, stream)
+                    : launch_attn<64, 4, false>(a, b.max_q_len, b.num_requests, stream);
+      break;
+    case 128:
+      err = a.kv.k8 ? launch_attn<128, 4, true>(a, b.max_q_len, b.num_requests, stream)
+                    : launch_attn<128, 4, false>(a, b.max_q_len, b.num_requests, stream);
+      break;
     default: return cudaErrorInvalidValue;
   }
   if (err != cudaSuccess || splits == 1) return err;

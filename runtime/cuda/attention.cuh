@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "runtime/cuda/kernel_options.h"
 
@@ -24,9 +25,17 @@ using bf16 = __nv_bfloat16;
 // The chunk's own keys must already be in the cache (qk_norm_rope_kv_write). For a ring,
 // ring_capacity ≥ window + q_len − 1 (the chunk's writes must not evict keys its earliest query
 // still sees).
+// FP8 KV (k8 != null; DESIGN.md §4, runtime/fp8.h): k8 / v8 hold E4M3 codes [slots][hkv][d]
+// (16-byte aligned) and k_scale / v_scale one fp32 scale per (slot, kv head), [slots][hkv]; a
+// value is code · scale. The kernels convert a tile to bf16 (the product in fp32, rounded once)
+// as they load it into shared memory; k / v are unused.
 struct KvCache {
   const bf16* k = nullptr;
   const bf16* v = nullptr;
+  const uint8_t* k8 = nullptr;
+  const uint8_t* v8 = nullptr;
+  const float* k_scale = nullptr;
+  const float* v_scale = nullptr;
   const int* block_table = nullptr;  // device
   int max_blocks = 0;
   int block_size = 0;

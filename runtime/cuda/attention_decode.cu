@@ -62,6 +62,32 @@ struct CoopLoader {
       cp_async16_s(sa + vdelta, v16 + o);
     }
   }
+  // The FP8 form (KvCache::k8): the same chunks, each from 8 codes (8-byte units: the same
+  // offsets) and its row's scale (slot · hkv = o / (D/8), from the kv head's scale sk / sv in
+  // slot 0). Synchronous: K's loads, then its conversions and stores, then V's.
+  __device__ __forceinline__ void load_f8(uint32_t ks, uint32_t vdelta, const uint8_t* kb, const uint8_t* vb,
+                                          const float* sk, const float* sv, const uint32_t* off) const {
+    constexpr int NP = kBK / RPP;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint2* c8 = reinterpret_cast<const uint2*>(h ? vb : kb) + c16;
+      const float* sc = h ? sv : sk;
+      uint2 c[NP];
+      float f[NP];
+#pragma unroll
+      for (int p = 0; p < NP; ++p) {
+        const uint32_t o = off[p * RPP + rsub];
+        c[p] = ld_cg_u2(c8 + o);
+        f[p] = ld_cg_f32(sc + o / uint32_t(D / 8));
+      }
+#pragma unroll
+      for (int p = 0; p < NP; ++p) {
+        const int kr0 = p * RPP;
+        const uint32_t sa = ks + so[RPP == 4 ? (kr0 >> 2) & 1 : 0] + uint32_t(kr0 * D * 2) + (h ? vdelta : 0u);
+        st_shared_v4(sa, fp8x8_to_bf16(c[p], f[p]));
+      }
+    }
+  }
 };
 
 // NST K/V stages of kBK keys, NW warps; every block produces all D output columns.
@@ -89,7 +115,8 @@ struct CoopShape {
 
 // CL: the a.splits blocks of a row set form a thread-block cluster (grid z = split = cluster
 // rank) and merge their partial states through distributed shared memory (the end of the kernel).
-template <int D, int NST, int NW, bool CL>
+// F8: the cache holds FP8 codes and scales (KvCache::k8).
+template <int D, int NST, int NW, bool CL, bool F8>
 __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArgs a) {
   using C = CoopCfg<D, NST, NW>;
   constexpr int DV = D;  // output columns per block (a.dv_parts = 1)
@@ -130,7 +157,11 @@ __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArg
   const uint32_t ks_addr = smem_u32(ks0), v_delta = smem_u32(vs0) - ks_addr;
   auto load_kv = [&](int i) {
     const int st = i % NST;
-    loader.load(ks_addr + uint32_t(st * C::kK), v_delta, kbase, vbase, sslot[st]);
+    if constexpr (F8)
+      loader.load_f8(ks_addr + uint32_t(st * C::kK), v_delta, a.kv.k8 + long(hk) * D, a.kv.v8 + long(hk) * D,
+                     a.kv.k_scale + hk, a.kv.v_scale + hk, sslot[st]);
+    else
+      loader.load(ks_addr + uint32_t(st * C::kK), v_delta, kbase, vbase, sslot[st]);
   };
 
   const int warp = tid >> 5, lane = tid & 31;
@@ -364,11 +395,13 @@ __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArg
                           dvp == 0 && warp == 0 && t == 0, [&](int nd, int e) { return o[nd][2 * half + e]; });
 }
 
-// The instantiation for D (and CL) with its shared-memory attribute set (once; one device assumed).
-template <int D, bool CL>
+// The instantiation for D (and CL, F8) with its shared-memory attribute set (once; one device
+// assumed). The occupancy queries below use the BF16 form; the FP8 form has the same shared
+// memory and launch bounds.
+template <int D, bool CL, bool F8 = false>
 auto kernel_for(cudaError_t* err) {
   using S = CoopShape<D>;
-  auto kern = attn_decode_coop_kernel<D, S::NST, S::NW, CL>;
+  auto kern = attn_decode_coop_kernel<D, S::NST, S::NW, CL, F8>;
   static const cudaError_t attr =
       cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, S::Cfg::kSmem);
   *err = attr;
@@ -412,13 +445,10 @@ cudaError_t launch(const AttnArgs& a, int num_requests, bool pdl, int combine_c,
     at[cfg.numAttrs].id = cudaLaunchAttributeClusterDimension;
     at[cfg.numAttrs++].val.clusterDim = {1, 1, unsigned(combine_c)};
   }
-  if (combine_c > 0) {
-    if (combine_c != a.splits) return cudaErrorInvalidValue;
-    auto kern = kernel_for<D, true>(&err);
-    return err != cudaSuccess ? err : cudaLaunchKernelEx(&cfg, kern, a);
-  }
-  auto kern = kernel_for<D, false>(&err);
-  return err != cudaSuccess ? err : cudaLaunchKernelEx(&cfg, kern, a);
+  if (combine_c > 0 && combine_c != a.splits) return cudaErrorInvalidValue;
+  auto go = [&](auto kern) { return err != cudaSuccess ? err : cudaLaunchKernelEx(&cfg, kern, a); };
+  if (a.kv.k8) return combine_c > 0 ? go(kernel_for<D, true, true>(&err)) : go(kernel_for<D, false, true>(&err));
+  return combine_c > 0 ? go(kernel_for<D, true>(&err)) : go(kernel_for<D, false>(&err));
 }
 
 template <int D>

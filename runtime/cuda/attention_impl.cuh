@@ -160,13 +160,46 @@ __device__ __forceinline__ void attn_calc_slots(long* sl, const KvCache& kv, int
   }
 }
 
+// The FP8 form of attn_load_rows (KvCache::k8): the same rows and shared-memory layout, each
+// 16-byte chunk converted from 8 codes and the row's scale (fp8x8_to_bf16). Synchronous: every
+// load of the tile is issued before the first conversion, and the stores land before the barrier
+// that publishes the stage. base: codes of the kv head (and column part) in slot 0; sbase: the
+// kv head's scale in slot 0; hkv: scales per slot; kv_row: codes per slot. Rows past kend: zero.
+template <int W, int NT>
+__device__ __forceinline__ void attn_load_rows_f8(bf16* dst, const uint8_t* base, const float* sbase, const long* sl,
+                                                  long kv_row, int hkv, int tid) {
+  constexpr int CPR = W / 8, TPR = CPR < NT ? CPR : NT, RPP = NT / TPR, NP = kBK / RPP, NC = CPR / TPR;
+  static_assert(kBK % RPP == 0 && CPR % TPR == 0, "whole rows per pass");
+  const int rsub = tid / TPR, c0 = tid % TPR;
+  uint2 c[NP][NC];
+  float sc[NP];
+#pragma unroll
+  for (int p = 0; p < NP; ++p) {
+    const long slot = sl[p * RPP + rsub];
+    const uint8_t* src = base + (slot >= 0 ? slot : 0) * kv_row;
+    sc[p] = slot >= 0 ? ld_cg_f32(sbase + (slot >= 0 ? slot : 0) * hkv) : 0.f;
+#pragma unroll
+    for (int u = 0; u < NC; ++u) c[p][u] = slot >= 0 ? ld_cg_u2(src + (c0 + u * TPR) * 8) : make_uint2(0, 0);
+  }
+#pragma unroll
+  for (int p = 0; p < NP; ++p)
+#pragma unroll
+    for (int u = 0; u < NC; ++u)
+      *reinterpret_cast<uint4*>(dst + swz<W>(p * RPP + rsub, c0 + u * TPR)) = fp8x8_to_bf16(c[p][u], sc[p]);
+}
+
 // One stage: the K tile (D wide) of kv head hk and the V tile's column part dvp (DV wide).
-template <int D, int DV, int NT>
+template <int D, int DV, int NT, bool F8>
 __device__ __forceinline__ void attn_load_kv(bf16* ks, bf16* vs, const AttnArgs& a, int hk, int dvp, const long* sl,
                                              int tid) {
   const long kv_row = long(a.hkv) * D;
-  attn_load_rows<D, NT>(ks, a.kv.k + long(hk) * D, sl, kv_row, a.q, tid);
-  attn_load_rows<DV, NT>(vs, a.kv.v + long(hk) * D + dvp * DV, sl, kv_row, a.q, tid);
+  if constexpr (F8) {
+    attn_load_rows_f8<D, NT>(ks, a.kv.k8 + long(hk) * D, a.kv.k_scale + hk, sl, kv_row, a.hkv, tid);
+    attn_load_rows_f8<DV, NT>(vs, a.kv.v8 + long(hk) * D + dvp * DV, a.kv.v_scale + hk, sl, kv_row, a.hkv, tid);
+  } else {
+    attn_load_rows<D, NT>(ks, a.kv.k + long(hk) * D, sl, kv_row, a.q, tid);
+    attn_load_rows<DV, NT>(vs, a.kv.v + long(hk) * D + dvp * DV, sl, kv_row, a.q, tid);
+  }
 }
 
 // Writes query row ρ of block b from the lane's N column pairs o(nd, 0..1) at columns col + 8·nd
@@ -219,7 +252,8 @@ __device__ __forceinline__ uint2 combine_out(float L, float4 acc) {
 
 }  // namespace detail
 
-// The cooperative decode kernel (attention_decode.cu); same arguments as launch_attn.
+// The cooperative decode kernel (attention_decode.cu); same arguments as launch_attn; FP8 KV
+// when a.kv.k8 is set (as for every launcher below).
 // pdl: launched by programmatic dependent launch (KernelOptions::pdl). combine_c = a.splits (> 1):
 // the row set's splits run as one thread-block cluster and merge in the kernel, which writes the
 // output (no combine kernel; attn_decode_combine_cluster); 0: partial states to the workspace for

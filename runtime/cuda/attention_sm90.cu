@@ -29,6 +29,8 @@
 #include "runtime/cuda/common.cuh"
 #include "runtime/cuda/wgmma.cuh"
 
+#include <type_traits>
+
 namespace g4c::cuda {
 using namespace detail;
 
@@ -72,13 +74,41 @@ __device__ __forceinline__ void sm90_load_tile(uint32_t dst, const bf16* base, c
   }
 }
 
+// The FP8 form (KvCache::k8): the same rows and chunks, each converted from 8 codes (base: the
+// kv head's codes in slot 0, + dvp · DV for V; the offsets count elements = code bytes) and the
+// row's scale (sbase: the kv head's scale in slot 0; slot · hkv = off / D). Synchronous: all of
+// the tile's loads are issued before the first conversion; the stores land before the barrier
+// (and proxy fence) that publishes the stage.
+template <int D, int DV, int BK, int NT, bool K>
+__device__ __forceinline__ void sm90_load_tile_f8(uint32_t dst, const uint8_t* base, const float* sbase, const long* off,
+                                                  int tid) {
+  constexpr int TPR = DV / 8, RPP = NT / TPR, U = K ? D / DV : 1, NP = BK / RPP;
+  static_assert(NT % TPR == 0 && BK % RPP == 0 && RPP <= 8 && 8 % RPP == 0, "rows per pass");
+  const int rsub = tid / TPR, c = tid % TPR;
+  base += c * 8;
+  uint2 q[NP][U];
+  float f[NP];
+#pragma unroll
+  for (int p = 0; p < NP; ++p) {
+    const long o = off[p * RPP + rsub];
+    f[p] = ld_cg_f32(sbase + o / D);
+#pragma unroll
+    for (int u = 0; u < U; ++u) q[p][u] = ld_cg_u2(base + o + u * DV);
+  }
+#pragma unroll
+  for (int p = 0; p < NP; ++p)
+#pragma unroll
+    for (int u = 0; u < U; ++u) st_shared_v4(dst + 2 * cbs<BK>(p * RPP + rsub, c + u * TPR), fp8x8_to_bf16(q[p][u], f[p]));
+}
+
 constexpr int kClMin = 3;  // key tiles from which a CL block shares its range
 
 // Tile i's S = Q·Kᵢᵀ and tile i−1's O += Pᵢ₋₁·Vᵢ₋₁ are issued together; the softmax of tile i
 // runs while the tensor cores finish P·V, and O is rescaled only after that. K and V stream one
 // tile apart (Kᵢ₊₁ and Vᵢ loaded in iteration i), so two stages of each suffice, with three
 // row-offset buffers and one barrier per tile.
-template <int D, int DV, int BK, int NWG, bool CL>
+// F8: the cache holds FP8 codes and scales (KvCache::k8).
+template <int D, int DV, int BK, int NWG, bool CL, bool F8>
 __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) {
   using C = Sm90Cfg<D, DV, BK, NWG>;
   static_assert(!CL || DV / 8 * 128 * NWG * 16 <= 2 * (C::kK + C::kV), "CL: partial O fits K/V");
@@ -108,8 +138,20 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
   // Tile index i is relative (tile t_lo + i); its offsets live in soff[i % 3].
   auto offs = [&](int i) { return soff[i % 3]; };
   auto calc_offsets = [&](int i) { sm90_offsets<D, BK>(offs(i), a, r, t_lo + i, kend, tid); };
-  auto load_k = [&](int i) { sm90_load_tile<D, DV, BK, kThreads, true>(kaddr0 + (i & 1) * C::kK, kbase, offs(i), tid); };
-  auto load_v = [&](int i) { sm90_load_tile<D, DV, BK, kThreads, false>(vaddr0 + (i & 1) * C::kV, vbase, offs(i), tid); };
+  auto load_k = [&](int i) {
+    if constexpr (F8)
+      sm90_load_tile_f8<D, DV, BK, kThreads, true>(kaddr0 + (i & 1) * C::kK, a.kv.k8 + long(hk) * D,
+                                                   a.kv.k_scale + hk, offs(i), tid);
+    else
+      sm90_load_tile<D, DV, BK, kThreads, true>(kaddr0 + (i & 1) * C::kK, kbase, offs(i), tid);
+  };
+  auto load_v = [&](int i) {
+    if constexpr (F8)
+      sm90_load_tile_f8<D, DV, BK, kThreads, false>(vaddr0 + (i & 1) * C::kV, a.kv.v8 + long(hk) * D + dvp * DV,
+                                                    a.kv.v_scale + hk, offs(i), tid);
+    else
+      sm90_load_tile<D, DV, BK, kThreads, false>(vaddr0 + (i & 1) * C::kV, vbase, offs(i), tid);
+  };
 
   const int warp = tid >> 5, lane = tid & 31, wg = warp >> 2;
   const int g = lane >> 2, t = lane & 3;
@@ -258,11 +300,11 @@ __global__ void __launch_bounds__(128 * NWG) attn_sm90_kernel(const AttnArgs a) 
   }
 }
 
-template <int D, int BK, int NWG, bool CL = false>
+template <int D, int BK, int NWG, bool CL, bool F8>
 cudaError_t launch(const AttnArgs& a, int max_q_len, int num_requests, cudaStream_t stream) {
   constexpr int DV = D > 256 ? 256 : D;
   using C = Sm90Cfg<D, DV, BK, NWG>;
-  auto kern = attn_sm90_kernel<D, DV, BK, NWG, CL>;
+  auto kern = attn_sm90_kernel<D, DV, BK, NWG, CL, F8>;
   static const cudaError_t attr =  // once per instantiation (one device assumed)
       cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
   if (attr != cudaSuccess) return attr;
@@ -284,11 +326,15 @@ cudaError_t launch(const AttnArgs& a, int max_q_len, int num_requests, cudaStrea
 // registers). Both two warpgroups.
 cudaError_t launch_attn_sm90(const AttnArgs& a, int d, bool split_keys, int max_q_len, int num_requests,
                              cudaStream_t stream) {
-  if (d == 256)
-    return split_keys && a.splits == 1 ? launch<256, 64, 2, true>(a, max_q_len, num_requests, stream)
-                                       : launch<256, 64, 2>(a, max_q_len, num_requests, stream);
-  if (d == 512) return launch<512, 32, 2>(a, max_q_len, num_requests, stream);
-  return cudaErrorInvalidValue;
+  auto go = [&](auto f8) {
+    constexpr bool F8 = decltype(f8)::value;
+    if (d == 256)
+      return split_keys && a.splits == 1 ? launch<256, 64, 2, true, F8>(a, max_q_len, num_requests, stream)
+                                         : launch<256, 64, 2, false, F8>(a, max_q_len, num_requests, stream);
+    if (d == 512) return launch<512, 32, 2, false, F8>(a, max_q_len, num_requests, stream);
+    return cudaErrorInvalidValue;
+  };
+  return a.kv.k8 ? go(std::true_type{}) : go(std::false_type{});
 }
 
 }  // namespace g4c::cuda

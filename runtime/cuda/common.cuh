@@ -4,6 +4,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -97,6 +98,57 @@ __device__ __forceinline__ float rbf(float v) { return __bfloat162float(__float2
 __device__ __forceinline__ uint32_t pack_bf162(float lo, float hi) {
   bf162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<uint32_t*>(&v);
+}
+
+// Loads that bypass L1 (ld.global.cg, like the cp.async.cg copies they stand in for): a block
+// may read a cache slot, then read it again after the kernel ahead of it (PDL) rewrote it.
+// volatile: issued in program order, so a run of them is in flight before the first use.
+__device__ __forceinline__ uint2 ld_cg_u2(const void* p) {
+  uint2 v;
+  asm volatile("ld.global.cg.v2.u32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ float ld_cg_f32(const float* p) {
+  float v;
+  asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(v) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ void st_shared_v4(uint32_t saddr, uint4 v) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(saddr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
+// The FP8 KV row quantizer of runtime/fp8.h on a warp's row: scale = amax / 448 over the row
+// (amax: the warp's |x| maximum), code = e4m3(x / scale) rounded to nearest even and saturating
+// (the hardware conversion's rule, equal to the host encoder: tests/cuda_kernels), a zero row
+// scale 0 and codes 0. Returns the scale; code() converts one of the lane's values.
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+struct Fp8Row {
+  float scale;
+  __device__ __forceinline__ explicit Fp8Row(float lane_amax) { scale = __fdiv_rn(warp_max(lane_amax), 448.f); }
+  __device__ __forceinline__ uint8_t code(float x) const {
+    return scale == 0.f ? uint8_t(0) : uint8_t(__nv_cvt_float_to_fp8(__fdiv_rn(x, scale), __NV_SATFINITE, __NV_E4M3));
+  }
+};
+
+// Eight OCP E4M3 codes (byte i of c = element i) times their row's scale s as eight bf16
+// (element i in the low half of word i / 2): code → fp16 by the hardware conversion (exact:
+// every E4M3 value is an fp16 value), → fp32 (exact), · s in fp32, rounded to bf16 once.
+__device__ __forceinline__ uint4 fp8x8_to_bf16(uint2 c, float s) {
+  uint32_t o[4];
+#pragma unroll
+  for (int h = 0; h < 4; ++h) {
+    const uint32_t w = h < 2 ? c.x : c.y;
+    const __half2_raw r =
+        __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>((w >> (16 * (h & 1))) & 0xffffu), __NV_E4M3);
+    const float2 f = __half22float2(__half2(r));
+    o[h] = pack_bf162(f.x * s, f.y * s);
+  }
+  return make_uint4(o[0], o[1], o[2], o[3]);
 }
 
 // Four bf16x2 registers holding (code − zero)·scale for the 8 nibbles of `w`, in the

@@ -147,16 +147,35 @@ __device__ __forceinline__ float load_head_rms(const bf16* __restrict__ src, int
   return rsqrtf(warp_sum(ss) / D + eps);
 }
 
+// A row of D values in a warp's lanes as load_head_rms holds them (elements lane + 32 i in y0,
+// D/2 + lane + 32 i in y1; bf16 values) → FP8 codes at dst and the row's scale at *scale.
+template <int P>
+__device__ __forceinline__ void fp8_store_row(const float (&y0)[P], const float (&y1)[P], uint8_t* dst, float* scale,
+                                              int lane) {
+  float amax = 0.f;
+#pragma unroll
+  for (int i = 0; i < P; ++i) amax = fmaxf(amax, fmaxf(fabsf(y0[i]), fabsf(y1[i])));
+  const Fp8Row row(amax);
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    dst[lane + 32 * i] = row.code(y0[i]);
+    dst[P * 32 + lane + 32 * i] = row.code(y1[i]);
+  }
+  if (lane == 0) *scale = row.scale;
+}
+
 // A persistent grid of warps over the (token, head) items: heads [0, hq) are q, [hq, hq+hkv) k
 // (+ v). The rotary inverse frequencies (a double-precision pow each) are formed once per block
 // into shared memory: they depend on the pair index only.
-template <int D>
+// F8: K and V rows go to the FP8 cache f8 (codes + a scale per row, Fp8Row) instead of
+// k_cache / v_cache.
+template <int D, bool F8>
 __global__ void qk_rope_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k_raw,
                                const bf16* __restrict__ v_raw, const bf16* __restrict__ q_w,
                                const bf16* __restrict__ k_w, const int* __restrict__ positions,
                                const int64_t* __restrict__ slots, int n, int hq, int hkv,
                                float theta, int rotary_pairs, float eps, bf16* q_out,
-                               bf16* __restrict__ k_cache, bf16* __restrict__ v_cache) {
+                               bf16* __restrict__ k_cache, bf16* __restrict__ v_cache, Fp8Kv f8) {
   constexpr int P = D / 64;  // rotate-half pairs per lane
   // The attention after this kernel may launch now (KernelOptions::pdl): before it waits for this
   // grid it reads only keys already cached, never Q or the keys written here.
@@ -184,7 +203,8 @@ __global__ void qk_rope_kernel(const bf16* __restrict__ q, const bf16* __restric
 
     float y0[P], y1[P];
     const float r = load_head_rms<D>(src, lane, eps, y0, y1);
-    bf16* dst = isq ? q_out + (long(tok) * hq + hd) * D : k_cache + (slot * hkv + kh) * D;
+    bf16* dst = isq ? q_out + (long(tok) * hq + hd) * D : F8 ? nullptr : k_cache + (slot * hkv + kh) * D;
+    float ky0[P], ky1[P];  // F8: the K row's bf16 values, quantized below
     __syncwarp();
 #pragma unroll
     for (int i = 0; i < P; ++i) {
@@ -200,14 +220,30 @@ __global__ void qk_rope_kernel(const bf16* __restrict__ q, const bf16* __restric
         c = rbf(c);
         s = rbf(s);
       }
-      dst[j] = __float2bfloat16(rbf(a * c) + rbf(-b * s));
-      dst[j + D / 2] = __float2bfloat16(rbf(b * c) + rbf(a * s));
+      const bf16 y0 = __float2bfloat16(rbf(a * c) + rbf(-b * s)), y1 = __float2bfloat16(rbf(b * c) + rbf(a * s));
+      if (F8 && !isq) {
+        ky0[i] = __bfloat162float(y0);
+        ky1[i] = __bfloat162float(y1);
+      } else {
+        dst[j] = y0;
+        dst[j + D / 2] = y1;
+      }
     }
     if (isq) continue;
+    if constexpr (F8) fp8_store_row<P>(ky0, ky1, f8.k + (slot * hkv + kh) * D, f8.k_scale + slot * hkv + kh, lane);
     // v: rms_head without weight, no rope (k_eq_v: from k_raw).
     const bf16* vs = (v_raw ? v_raw : k_raw) + (long(tok) * hkv + kh) * D;
     float v0[P], v1[P];
     const float rv = load_head_rms<D>(vs, lane, eps, v0, v1);
+    if constexpr (F8) {
+#pragma unroll
+      for (int i = 0; i < P; ++i) {
+        v0[i] = rbf(v0[i] * rv);
+        v1[i] = rbf(v1[i] * rv);
+      }
+      fp8_store_row<P>(v0, v1, f8.v + (slot * hkv + kh) * D, f8.v_scale + slot * hkv + kh, lane);
+      continue;
+    }
     bf16* vd = v_cache + (slot * hkv + kh) * D;
 #pragma unroll
     for (int i = 0; i < P; ++i) {
@@ -350,11 +386,13 @@ cudaError_t add_rmsnorm(const bf16* x, const bf16* w_post, bf16* h, const bf16* 
   return cudaLaunchKernelEx(&cfg, add_rmsnorm_kernel, x, w_post, h, layer_scalar, w_next, out_next, hdim, eps);
 }
 
-cudaError_t qk_norm_rope_kv_write(const bf16* q, const bf16* k_raw, const bf16* v_raw,
-                                  const bf16* q_w, const bf16* k_w, const int* positions,
-                                  const int64_t* slots, int n, int hq, int hkv, int d, float theta,
-                                  int rotary_pairs, float eps, bf16* q_out, bf16* k_cache,
-                                  bf16* v_cache, cudaStream_t stream, const KernelOptions& ko) {
+namespace {
+template <bool F8>
+cudaError_t qk_norm_rope_kv_write_impl(const bf16* q, const bf16* k_raw, const bf16* v_raw, const bf16* q_w,
+                                       const bf16* k_w, const int* positions, const int64_t* slots, int n, int hq,
+                                       int hkv, int d, float theta, int rotary_pairs, float eps, bf16* q_out,
+                                       bf16* k_cache, bf16* v_cache, const Fp8Kv& f8, cudaStream_t stream,
+                                       const KernelOptions& ko) {
   if (n <= 0) return cudaSuccess;
   const long warps = long(n) * (hq + hkv);
   const int threads = 256;
@@ -365,8 +403,8 @@ cudaError_t qk_norm_rope_kv_write(const bf16* q, const bf16* k_raw, const bf16* 
   cudaLaunchAttribute at;
   const cudaLaunchConfig_t cfg = pdl_launch_config(dim3(blocks), dim3(threads), 0, stream, ko.pdl, &at);
 #define G4C_QK(D)                                                                                    \
-  cudaLaunchKernelEx(&cfg, qk_rope_kernel<D>, q, k_raw, v_raw, q_w, k_w, positions, slots, n, hq, hkv, \
-                     theta, rotary_pairs, eps, q_out, k_cache, v_cache)
+  cudaLaunchKernelEx(&cfg, qk_rope_kernel<D, F8>, q, k_raw, v_raw, q_w, k_w, positions, slots, n, hq, hkv, \
+                     theta, rotary_pairs, eps, q_out, k_cache, v_cache, f8)
   switch (d) {
     case 64: return G4C_QK(64);
     case 128: return G4C_QK(128);
@@ -375,6 +413,24 @@ cudaError_t qk_norm_rope_kv_write(const bf16* q, const bf16* k_raw, const bf16* 
     default: return cudaErrorInvalidValue;
   }
 #undef G4C_QK
+}
+}  // namespace
+
+cudaError_t qk_norm_rope_kv_write(const bf16* q, const bf16* k_raw, const bf16* v_raw, const bf16* q_w,
+                                  const bf16* k_w, const int* positions, const int64_t* slots, int n, int hq, int hkv,
+                                  int d, float theta, int rotary_pairs, float eps, bf16* q_out, bf16* k_cache,
+                                  bf16* v_cache, cudaStream_t stream, const KernelOptions& ko) {
+  return qk_norm_rope_kv_write_impl<false>(q, k_raw, v_raw, q_w, k_w, positions, slots, n, hq, hkv, d, theta,
+                                           rotary_pairs, eps, q_out, k_cache, v_cache, Fp8Kv{}, stream, ko);
+}
+
+cudaError_t qk_norm_rope_kv_write(const bf16* q, const bf16* k_raw, const bf16* v_raw, const bf16* q_w,
+                                  const bf16* k_w, const int* positions, const int64_t* slots, int n, int hq, int hkv,
+                                  int d, float theta, int rotary_pairs, float eps, bf16* q_out, const Fp8Kv& cache,
+                                  cudaStream_t stream, const KernelOptions& ko) {
+  if (!cache.k || !cache.v || !cache.k_scale || !cache.v_scale) return cudaErrorInvalidValue;
+  return qk_norm_rope_kv_write_impl<true>(q, k_raw, v_raw, q_w, k_w, positions, slots, n, hq, hkv, d, theta,
+                                          rotary_pairs, eps, q_out, nullptr, nullptr, cache, stream, ko);
 }
 
 cudaError_t argmax_rows(const float* logits, int m, int n, long ldl, int* out, cudaStream_t stream) {

@@ -59,6 +59,22 @@ cudaError_t qk_norm_rope_kv_write(const bf16* q, const bf16* k_raw, const bf16* 
                                   int rotary_pairs, float eps, bf16* q_out, bf16* k_cache,
                                   bf16* v_cache, cudaStream_t stream, const KernelOptions& ko = {});
 
+// The FP8 KV cache (attention.cuh KvCache::k8): codes [slots][hkv][d] and a scale per (slot, kv
+// head) for K and for V.
+struct Fp8Kv {
+  uint8_t* k = nullptr;
+  uint8_t* v = nullptr;
+  float* k_scale = nullptr;
+  float* v_scale = nullptr;
+};
+// The same with an FP8 cache: each K / V row is the bf16 row above, quantized as
+// runtime/fp8.h's quantize_row_e4m3 (scale = amax / 448, codes rounded to nearest even).
+cudaError_t qk_norm_rope_kv_write(const bf16* q, const bf16* k_raw, const bf16* v_raw,
+                                  const bf16* q_w, const bf16* k_w, const int* positions,
+                                  const int64_t* slots, int n, int hq, int hkv, int d, float theta,
+                                  int rotary_pairs, float eps, bf16* q_out, const Fp8Kv& cache,
+                                  cudaStream_t stream, const KernelOptions& ko = {});
+
 // out[i] = argmax_j logits[i][j] (fp32 [m][n], row stride ldl); ties → smallest j.
 cudaError_t argmax_rows(const float* logits, int m, int n, long ldl, int* out, cudaStream_t stream);
 

@@ -58,10 +58,18 @@ struct DevValue {
   size_t elem() const { return type == VType::BF16 ? 2 : 4; }
 };
 
+// One layer's KV cache: bf16 rows [slots][Hkv][D] in k / v, or, FP8 (plan dtype F8E4M3),
+// E4M3 codes in k8 / v8 and a scale per (slot, kv head) in k_scale / v_scale.
 struct DevKv {
   bf16* k = nullptr;
   bf16* v = nullptr;
+  uint8_t* k8 = nullptr;
+  uint8_t* v8 = nullptr;
+  float* k_scale = nullptr;
+  float* v_scale = nullptr;
   int row = 0;  // Hkv * D
+  int heads = 0;
+  int head_dim = 0;
   int group = 0;
   int window = 0;
 };

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -100,10 +101,6 @@ std::string CudaBackend::breakdown() const {
 }
 
 void CudaBackend::prepare(const plan::Plan& plan, const runtime::WeightStore& weights, const runtime::KvSizes& kv) {
-  // The FP8 KV format (plan.fbs KvLayer.dtype F8E4M3) is read by the CPU backend only.
-  for (const auto* l : *plan->kv())
-    if (l->dtype() == fb::DType::F8E4M3)
-      throw Error("fp8 KV cache: the CUDA backend does not read it yet; compile with --kv-dtype bf16");
   plan_ = &plan;
   store_ = &weights;
   const auto* cfg = plan->model();
@@ -162,7 +159,7 @@ void CudaBackend::prepare(const plan::Plan& plan, const runtime::WeightStore& we
   // up to 192 MiB unaccounted, measured 1 MiB over the budget).
   kv_.clear();
   size_t pool = 0;
-  std::vector<size_t> cache_bytes;
+  std::vector<std::array<size_t, 2>> cache_bytes;  // per K (and V): data, FP8 scales
   for (const auto* l : *plan->kv()) {
     const bool ring = l->kind() == fb::KvKind::Ring;
     const bool windowed = !ring && l->window() > 0;
@@ -171,20 +168,32 @@ void CudaBackend::prepare(const plan::Plan& plan, const runtime::WeightStore& we
     while (!(groups_[g].kind == l->kind() && groups_[g].unit == unit && groups_[g].windowed == windowed)) ++g;
     DevKv d;
     d.row = l->num_kv_heads() * l->head_dim();
+    d.heads = l->num_kv_heads();
+    d.head_dim = l->head_dim();
     d.group = g;
     d.window = l->window();
-    const size_t bytes = align256(size_t(groups_[g].scratch + 1) * d.row * 2);
+    const bool f8 = l->dtype() == fb::DType::F8E4M3;
+    const size_t slots = size_t(groups_[g].scratch + 1);
+    const std::array<size_t, 2> bytes{align256(slots * d.row * (f8 ? 1 : 2)), f8 ? align256(slots * d.heads * 4) : 0};
     cache_bytes.push_back(bytes);
-    pool += 2 * bytes;  // K and V
+    pool += 2 * (bytes[0] + bytes[1]);  // K and V
     kv_.push_back(d);
   }
   unsigned char* base = pool ? static_cast<unsigned char*>(dmalloc(pool, "KV cache pool")) : nullptr;
   kv_bytes_ = pool;
   for (size_t i = 0; i < kv_.size(); ++i) {
-    kv_[i].k = reinterpret_cast<bf16*>(base);
-    base += cache_bytes[i];
-    kv_[i].v = reinterpret_cast<bf16*>(base);
-    base += cache_bytes[i];
+    auto& d = kv_[i];
+    const auto [data, scales] = cache_bytes[i];
+    if (scales) {
+      d.k8 = base;
+      d.v8 = base + data;
+      d.k_scale = reinterpret_cast<float*>(base + 2 * data);
+      d.v_scale = reinterpret_cast<float*>(base + 2 * data + scales);
+    } else {
+      d.k = reinterpret_cast<bf16*>(base);
+      d.v = reinterpret_cast<bf16*>(base + data);
+    }
+    base += 2 * (data + scales);
   }
   device_->check_budget("after loading the weights and allocating KV + activations", breakdown());
   if (trace_)
@@ -202,9 +211,9 @@ runtime::KvSizes CudaBackend::fit_kv(const runtime::KvSizes& want) {
   size_t per_slot = 0, per_block = 0, per_wblock = 0, fixed = 0;  // bytes per ring slot / full / window block
   for (const auto* l : *(*plan_)->kv()) {
     const bool ring = l->kind() == fb::KvKind::Ring;
-    const size_t row = size_t(l->num_kv_heads()) * l->head_dim() * 2 * 2;  // K and V of a token
+    const size_t row = plan::kv_token_bytes(*l);  // K and V of a token, as the layer stores them
     (ring ? per_slot : l->window() > 0 ? per_wblock : per_block) += size_t(ring ? l->capacity() : l->block_size()) * row;
-    fixed += row + 2 * 256;  // the scratch row written by padded tokens + alignment of K and V
+    fixed += row + 4 * 256;  // the scratch row written by padded tokens + alignment of K and V (and scales)
   }
   fixed += size_t(2) << 20;  // the pool's one allocation rounds up to the driver's 2 MiB granularity
   const size_t budget = device_->options().budget_bytes;

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "runtime/cuda/common.cuh"  // Fp8Row
+
 namespace g4c::cudart {
 namespace {
 
@@ -100,6 +102,22 @@ __global__ void kv_write_kernel(const bf16* src, const int64_t* slots, int n, in
   }
 }
 
+// One warp per (token, kv head) row of d values: runtime/fp8.h's row quantizer (Fp8Row).
+__global__ void kv_write_fp8_kernel(const bf16* src, const int64_t* slots, int n, int hkv, int d, uint8_t* codes,
+                                    float* scales) {
+  const long rows = long(n) * hkv;
+  const int lane = threadIdx.x & 31;
+  for (long w = (blockIdx.x * long(blockDim.x) + threadIdx.x) >> 5; w < rows; w += (long(gridDim.x) * blockDim.x) >> 5) {
+    const bf16* x = src + w * d;
+    float amax = 0.f;
+    for (int c = lane; c < d; c += 32) amax = fmaxf(amax, fabsf(__bfloat162float(x[c])));
+    const cuda::detail::Fp8Row row(amax);
+    const long at = slots[w / hkv] * hkv + w % hkv;
+    for (int c = lane; c < d; c += 32) codes[at * d + c] = row.code(__bfloat162float(x[c]));
+    if (lane == 0) scales[at] = row.scale;
+  }
+}
+
 template <class In, class Out>
 __global__ void convert_kernel(const In* in, Out* out, long n) {
   for (long i = blockIdx.x * long(blockDim.x) + threadIdx.x; i < n; i += long(gridDim.x) * blockDim.x) {
@@ -177,6 +195,13 @@ cudaError_t kv_write(const bf16* src, const int64_t* slots, int n, int row, bf16
   const long total = long(n) * row;
   if (total <= 0) return cudaSuccess;
   kv_write_kernel<<<blocks_for(total), kThreads, 0, s>>>(src, slots, n, row, cache);
+  return cudaGetLastError();
+}
+cudaError_t kv_write_fp8(const bf16* src, const int64_t* slots, int n, int hkv, int d, uint8_t* codes, float* scales,
+                         cudaStream_t s) {
+  const long threads = long(n) * hkv * 32;
+  if (threads <= 0) return cudaSuccess;
+  kv_write_fp8_kernel<<<blocks_for(threads), kThreads, 0, s>>>(src, slots, n, hkv, d, codes, scales);
   return cudaGetLastError();
 }
 cudaError_t f32_to_bf16(const float* in, bf16* out, long n, cudaStream_t s) {

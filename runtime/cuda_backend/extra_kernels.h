@@ -34,6 +34,10 @@ cudaError_t rope(bf16* x, int n, int heads, int d, int rotary_pairs, double thet
                  cudaStream_t s);
 // cache[slot[i]] = row i of src ([n][row] bf16).
 cudaError_t kv_write(const bf16* src, const int64_t* slots, int n, int row, bf16* cache, cudaStream_t s);
+// The FP8 form: row i of src ([n][hkv][d] bf16) quantized per (token, kv head) as runtime/fp8.h's
+// quantize_row_e4m3 into codes[slot[i]][hkv][d] and scales[slot[i]][hkv].
+cudaError_t kv_write_fp8(const bf16* src, const int64_t* slots, int n, int hkv, int d, uint8_t* codes, float* scales,
+                         cudaStream_t s);
 // Conversions: out = bf16(in) / float(in) (n elements).
 cudaError_t f32_to_bf16(const float* in, bf16* out, long n, cudaStream_t s);
 cudaError_t bf16_to_f32(const bf16* in, float* out, long n, cudaStream_t s);

@@ -131,10 +131,17 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
       const bf16* v_raw = a->v_from_k() ? nullptr : bf(in(2));
       const auto* slots =
           reinterpret_cast<const int64_t*>(static_cast<unsigned char*>(meta_dev_) + meta_.slots[kv.group]);
-      ok(cuda::qk_norm_rope_kv_write(bf(q), bf(k), v_raw, wvec(0), wvec(1), meta_i32(meta_.positions), slots, T,
-                                     a->num_q_heads(), a->num_kv_heads(), a->head_dim(), float(a->rope_theta()),
-                                     a->rotary_pairs(), a->eps(), bf(qo), kv.k, kv.v, s, kopts_),
-         st);
+      if (kv.k8)
+        ok(cuda::qk_norm_rope_kv_write(bf(q), bf(k), v_raw, wvec(0), wvec(1), meta_i32(meta_.positions), slots, T,
+                                       a->num_q_heads(), a->num_kv_heads(), a->head_dim(), float(a->rope_theta()),
+                                       a->rotary_pairs(), a->eps(), bf(qo),
+                                       cuda::Fp8Kv{kv.k8, kv.v8, kv.k_scale, kv.v_scale}, s, kopts_),
+           st);
+      else
+        ok(cuda::qk_norm_rope_kv_write(bf(q), bf(k), v_raw, wvec(0), wvec(1), meta_i32(meta_.positions), slots, T,
+                                       a->num_q_heads(), a->num_kv_heads(), a->head_dim(), float(a->rope_theta()),
+                                       a->rotary_pairs(), a->eps(), bf(qo), kv.k, kv.v, s, kopts_),
+           st);
       break;
     }
     case fb::KernelId::Attention: {
@@ -143,6 +150,10 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
       cuda::KvCache c;
       c.k = kv.k;
       c.v = kv.v;
+      c.k8 = kv.k8;
+      c.v8 = kv.v8;
+      c.k_scale = kv.k_scale;
+      c.v_scale = kv.v_scale;
       if (grp.kind == fb::KvKind::Paged) {
         c.block_table = meta_i32(grp.windowed ? meta_.window_block_table : meta_.block_table);
         c.max_blocks = max_blocks_;
@@ -223,8 +234,13 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
       const auto& kv = kv_[a->kv_layer()];
       const auto* slots =
           reinterpret_cast<const int64_t*>(static_cast<unsigned char*>(meta_dev_) + meta_.slots[kv.group]);
-      ok(kv_write(bf(in(0)), slots, T, kv.row, kv.k, s), st);
-      ok(kv_write(bf(in(1)), slots, T, kv.row, kv.v, s), st);
+      if (kv.k8) {
+        ok(kv_write_fp8(bf(in(0)), slots, T, kv.heads, kv.head_dim, kv.k8, kv.k_scale, s), st);
+        ok(kv_write_fp8(bf(in(1)), slots, T, kv.heads, kv.head_dim, kv.v8, kv.v_scale, s), st);
+      } else {
+        ok(kv_write(bf(in(0)), slots, T, kv.row, kv.k, s), st);
+        ok(kv_write(bf(in(1)), slots, T, kv.row, kv.v, s), st);
+      }
       break;
     }
     case fb::KernelId::Add:

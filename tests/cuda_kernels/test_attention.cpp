@@ -1,5 +1,5 @@
 // Flash attention kernel vs a float64 softmax reference: packed variable-length chunks, paged
-// and ring KV caches, causal / sliding windows, GQA, head_dim 64…512, split-KV decode.
+// and ring KV caches, causal / sliding windows, GQA, head_dim 64…512, split-KV decode, FP8 KV.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -8,6 +8,7 @@
 #include <string>
 
 #include "runtime/cuda/attention.cuh"
+#include "runtime/fp8.h"
 #include "tests/cuda_kernels/gpu_util.h"
 
 namespace g4c::gputest {
@@ -29,6 +30,10 @@ struct AttnCase {
   // Split combine in the decode kernel (one thread-block cluster per row set, attention_decode.cu):
   // 1 = the launch must merge in clusters (attention_combine_cluster_size == splits); −1 = either.
   int combine = -1;
+  // FP8 KV (KvCache::k8): K / V rows quantized per (token, kv head) by runtime/fp8.h; the reference
+  // uses the dequantized values bf16(code · scale), which the kernels form in shared memory, and
+  // the output must equal, bit for bit, the BF16 kernel's on a cache holding those values.
+  bool fp8 = false;
 };
 
 // Tolerance: P is rounded to bf16 before P·V (≤ 2^-9 relative per weight) and the output to bf16
@@ -37,8 +42,8 @@ constexpr double kAttnBound = 6e-3;
 
 void run_attn(const AttnCase& c) {
   char nm[128];
-  std::snprintf(nm, sizeof nm, "d=%d hq=%d hkv=%d W=%d %s splits=%d%s", c.d, c.hq, c.hkv, c.window,
-                c.paged ? "paged" : "ring", c.splits, c.pdl ? " pdl" : "");
+  std::snprintf(nm, sizeof nm, "d=%d hq=%d hkv=%d W=%d %s splits=%d%s%s", c.d, c.hq, c.hkv, c.window,
+                c.paged ? "paged" : "ring", c.splits, c.pdl ? " pdl" : "", c.fp8 ? " fp8" : "");
   SCOPED_TRACE(nm);
   std::mt19937_64 rng(test_seed() ^ (uint64_t(c.d) << 24) ^ (uint64_t(c.window) << 4) ^ c.reqs.size());
   const int R = int(c.reqs.size());
@@ -59,6 +64,24 @@ void run_attn(const AttnCase& c) {
     const int L = c.reqs[r].ctx + c.reqs[r].qlen;
     K[r] = rand_bf16(rng, size_t(L) * row, 1.f);
     V[r] = rand_bf16(rng, size_t(L) * row, 1.f);
+  }
+  std::vector<std::vector<uint8_t>> K8(R), V8(R);
+  std::vector<std::vector<float>> KS(R), VS(R);
+  if (c.fp8) {
+    auto quantize = [&](std::vector<bf16>& x, std::vector<uint8_t>& codes, std::vector<float>& scales) {
+      codes.resize(x.size());
+      scales.resize(x.size() / c.d);
+      std::vector<float> row_f(c.d);
+      for (size_t i = 0; i < scales.size(); ++i) {
+        for (int e = 0; e < c.d; ++e) row_f[e] = bf(x[i * c.d + e]);
+        scales[i] = runtime::quantize_row_e4m3(row_f.data(), c.d, &codes[i * c.d]);
+        for (int e = 0; e < c.d; ++e) x[i * c.d + e] = tobf(runtime::fp8_e4m3_decode(codes[i * c.d + e]) * scales[i]);
+      }
+    };
+    for (int r = 0; r < R; ++r) {
+      quantize(K[r], K8[r], KS[r]);
+      quantize(V[r], V8[r], VS[r]);
+    }
   }
   // score std ≈ 2: a softmax neither flat nor one-hot.
   std::vector<bf16> q = rand_bf16(rng, size_t(total_q) * c.hq * c.d, 2.f / std::sqrt(float(c.d)));
@@ -111,6 +134,23 @@ void run_attn(const AttnCase& c) {
           kc[slot_of[r][j] * row + e] = K[r][j * row + e];
           vc[slot_of[r][j] * row + e] = V[r][j * row + e];
         }
+  // FP8 cache: unwritten codes 0x7F (NaN) and scales NaN.
+  std::vector<uint8_t> kc8, vc8;
+  std::vector<float> ksc, vsc;
+  if (c.fp8) {
+    kc8.assign(size_t(slots) * row, 0x7F);
+    vc8.assign(size_t(slots) * row, 0x7F);
+    ksc.assign(size_t(slots) * c.hkv, std::nanf(""));
+    vsc.assign(size_t(slots) * c.hkv, std::nanf(""));
+    for (int r = 0; r < R; ++r)
+      for (size_t j = 0; j < slot_of[r].size(); ++j)
+        if (slot_of[r][j] >= 0) {
+          std::copy_n(K8[r].begin() + j * row, row, kc8.begin() + slot_of[r][j] * row);
+          std::copy_n(V8[r].begin() + j * row, row, vc8.begin() + slot_of[r][j] * row);
+          std::copy_n(KS[r].begin() + j * c.hkv, c.hkv, ksc.begin() + slot_of[r][j] * c.hkv);
+          std::copy_n(VS[r].begin() + j * c.hkv, c.hkv, vsc.begin() + slot_of[r][j] * c.hkv);
+        }
+  }
 
   // Reference.
   std::vector<double> ref(size_t(total_q) * c.hq * c.d, 0.0);
@@ -143,6 +183,7 @@ void run_attn(const AttnCase& c) {
   std::vector<size_t> late_off;  // element offset of each chunk: Q (< q.size()), then K / V rows
   std::vector<bool> late_is_v;
   if (c.pdl) {
+    EXPECT_FALSE(c.fp8) << "run_attn's late scatter writes BF16 caches only";
     late_src = q;
     for (size_t i = 0; i < q.size(); i += 8) late_off.push_back(i), late_is_v.push_back(false);
     const std::vector<bf16> junk = rand_bf16(rng, size_t(row), 1.f);
@@ -158,6 +199,8 @@ void run_attn(const AttnCase& c) {
   }
   DevBuf<bf16> dq(q), dk(kc), dv(vc), dout(ref.size());
   DevBuf<int> dqs(q_start), dctx(ctx), dbt(block_table), drb(ring_base);
+  DevBuf<uint8_t> dk8(kc8), dv8(vc8);
+  DevBuf<float> dks(ksc), dvs(vsc);
   cuda::KvCache kv;
   kv.k = dk.p;
   kv.v = dv.p;
@@ -195,6 +238,23 @@ void run_attn(const AttnCase& c) {
                                 wsb, nullptr));
   }
   G4C_CUDA_OK(cudaDeviceSynchronize());
+  if (c.fp8) {  // the BF16 output on the dequantized cache above, then the FP8 cache's
+    const std::vector<bf16> out16 = dout.get();
+    cuda::KvCache kv8 = kv;
+    kv8.k = kv8.v = nullptr;
+    kv8.k8 = dk8.p;
+    kv8.v8 = dv8.p;
+    kv8.k_scale = dks.p;
+    kv8.v_scale = dvs.p;
+    poison(ws.p, ws.bytes());
+    poison(dout.p, dout.bytes());
+    G4C_CUDA_OK(cuda::attention(dq.p, c.hq, c.hkv, c.d, kv8, b, c.window, 1.0f, dout.p, splits, ws.p, wsb, nullptr));
+    G4C_CUDA_OK(cudaDeviceSynchronize());
+    const std::vector<bf16> out8 = dout.get();
+    size_t differ = 0;
+    for (size_t i = 0; i < out8.size(); ++i) differ += std::memcmp(&out8[i], &out16[i], sizeof(bf16)) != 0;
+    EXPECT_EQ(differ, 0u) << "FP8 output elements that differ from the BF16 kernel's on the dequantized cache";
+  }
   size_t bad = 0;
   const double err = rel_err(ref, to_float(dout.get()), &bad);
   EXPECT_EQ(bad, 0u) << "non-finite outputs";
@@ -326,6 +386,39 @@ TEST(GpuAttention, PrefillHopperKernel) {
   run_attn({512, 4, 1, 0, true, 16, {{0, 33}, {3, 40}}, 1});
   run_attn({512, 16, 1, 0, true, 64, {{0, 130}, {500, 70}}, 1});
   run_attn({512, 16, 1, 0, true, 64, {{0, 90}}, 2});
+}
+
+// FP8 KV (KvCache::k8) through every kernel the BF16 cases above take: the flash prefill kernel
+// (d 64 / 128), the Hopper prefill kernel (d 256 with and without split keys, d 512, split-KV
+// over a prefill chunk), the cooperative decode kernel (d 64 … 512, GQA widths, ring and paged,
+// windows, split-KV with the combine kernel and with the in-cluster merge). Each must meet the
+// float64 bound on the dequantized values and equal the BF16 kernel's output bit for bit.
+TEST(GpuAttention, Fp8KvCache) {
+  G4C_REQUIRE_GPU();
+  auto f8 = [](AttnCase c) {
+    c.fp8 = true;
+    run_attn(c);
+  };
+  f8({64, 4, 2, 0, true, 16, {{0, 37}, {50, 1}, {100, 70}}, 1});
+  f8({128, 4, 1, 0, true, 32, {{0, 45}, {130, 1}, {17, 64}}, 1});
+  f8({64, 4, 2, 128, false, 0, {{0, 150}, {200, 33}, {5, 1}}, 1});
+  f8({256, 16, 8, 40, false, 0, {{0, 100}, {130, 17}, {7, 1}}, 1});
+  f8({256, 16, 8, 64, true, 16, {{0, 150}, {200, 33}, {5, 1}}, 1});
+  f8({256, 16, 8, 1024, true, 16, {{0, 700}, {1500, 130}}, 1});
+  f8({256, 16, 8, 64, true, 16, {{0, 150}, {300, 40}}, 3});
+  f8({512, 16, 1, 0, true, 64, {{0, 130}, {500, 70}}, 1});
+  f8({512, 4, 1, 0, true, 16, {{0, 33}, {3, 40}}, 1});
+  f8({256, 16, 8, 1024, false, 0, {{3000, 1}, {700, 1}, {5000, 1}}, 0});
+  f8({256, 16, 8, 40, true, 16, {{100, 1}, {33, 1}, {0, 1}}, 3});
+  f8({512, 16, 1, 0, true, 64, {{2000, 1}, {37, 1}}, 0});
+  f8({128, 4, 1, 0, true, 16, {{900, 2}, {0, 1}}, 5});
+  f8({64, 8, 2, 0, true, 16, {{300, 1}, {5, 2}}, 2});
+  AttnCase cl{512, 16, 1, 0, true, 64, {{2000, 1}, {37, 1}}, 3};
+  cl.combine = 1;
+  f8(cl);
+  cl = {256, 16, 8, 1024, false, 0, {{3000, 1}, {700, 1}, {5000, 1}}, 3};
+  cl.combine = 1;
+  f8(cl);
 }
 
 }  // namespace

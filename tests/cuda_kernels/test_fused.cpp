@@ -1,9 +1,11 @@
 // Small fused ops vs CPU references that round to bf16 at the same points (fused.cuh).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <utility>
 
 #include "runtime/cuda/fused.cuh"
+#include "runtime/fp8.h"
 #include "runtime/sampler.h"
 #include "tests/cuda_kernels/gpu_util.h"
 
@@ -252,8 +254,51 @@ void run_rope(const RopeCase& c) {
     for (size_t e = 0; e < rowe; ++e) touched += std::isfinite(bf(hk[s * rowe + e])) ? 1 : 0;
   }
   EXPECT_EQ(touched, 0u);
+
+  // The FP8 cache (Fp8Kv) from the same inputs: Q bit for bit as above, and each K / V row of
+  // the written slots exactly runtime/fp8.h's quantize_row_e4m3 of the BF16 cache's row above
+  // (every code and the scale's bits); the other slots keep their poison.
+  DevBuf<bf16> dq8(q), dk8(k), dv8(v);
+  DevBuf<uint8_t> kc8(size_t(nslots) * rowe), vc8(size_t(nslots) * rowe);
+  DevBuf<float> ks8(size_t(nslots) * c.hkv), vs8(size_t(nslots) * c.hkv);
+  for (void* b : {static_cast<void*>(kc8.p), static_cast<void*>(vc8.p)}) poison(b, size_t(nslots) * rowe);
+  poison(ks8.p, ks8.bytes());
+  poison(vs8.p, vs8.bytes());
+  run_fused(c.pdl, {{&q, dq8.p}, {&k, dk8.p}, {&v, dv8.p}}, [&](cudaStream_t s, const cuda::KernelOptions& ko) {
+    return cuda::qk_norm_rope_kv_write(dq8.p, dk8.p, c.k_eq_v ? nullptr : dv8.p, dqw.p, dkw.p, dpos.p, dsl.p, n,
+                                       c.hq, c.hkv, c.d, c.theta, c.rotary_pairs, float(eps), dq8.p,
+                                       cuda::Fp8Kv{kc8.p, vc8.p, ks8.p, vs8.p}, s, ko);
+  });
+  const std::vector<bf16> q16 = dq.get(), q8 = dq8.get();
+  EXPECT_EQ(std::memcmp(q16.data(), q8.data(), q8.size() * sizeof(bf16)), 0);
+  const std::vector<uint8_t> hk8 = kc8.get(), hv8 = vc8.get();
+  const std::vector<float> hks = ks8.get(), hvs = vs8.get();
+  size_t code_diff = 0, scale_diff = 0, written = 0;
+  std::vector<float> x(c.d);
+  std::vector<uint8_t> want(c.d);
+  for (int t = 0; t < n; ++t)
+    for (int h = 0; h < c.hkv; ++h)
+      for (int kv = 0; kv < 2; ++kv) {
+        const size_t o = size_t(slots[t]) * rowe + size_t(h) * c.d;
+        for (int e = 0; e < c.d; ++e) x[e] = bf((kv ? hv : hk)[o + e]);
+        const float sc = runtime::quantize_row_e4m3(x.data(), c.d, want.data());
+        const float got = (kv ? hvs : hks)[size_t(slots[t]) * c.hkv + h];
+        scale_diff += std::memcmp(&sc, &got, 4) != 0;
+        for (int e = 0; e < c.d; ++e) code_diff += want[e] != (kv ? hv8 : hk8)[o + e];
+      }
+  for (int s = 0; s < nslots; ++s) {
+    if (std::find(slots.begin(), slots.end(), s) != slots.end()) continue;
+    for (size_t e = 0; e < rowe; ++e) written += (hk8[s * rowe + e] != 0xFF) + (hv8[s * rowe + e] != 0xFF);
+    for (int h = 0; h < c.hkv; ++h)
+      written += std::isfinite(hks[size_t(s) * c.hkv + h]) + std::isfinite(hvs[size_t(s) * c.hkv + h]);
+  }
+  EXPECT_EQ(code_diff, 0u);
+  EXPECT_EQ(scale_diff, 0u);
+  EXPECT_EQ(written, 0u);
 }
 
+// Each case also writes an FP8 cache (run_rope's second half: codes and scales exactly the host
+// quantizer's on the BF16 rows).
 TEST(GpuFused, QkNormRopeKvWrite) {
   G4C_REQUIRE_GPU();
   run_rope({4, 2, 64, 32, 1e4f, false});       // tiny sliding: default rope

@@ -1,0 +1,151 @@
+// The CUDA backend with an FP8 KV cache (plan.fbs KvLayer.dtype F8E4M3: `--kv-dtype fp8`) on the
+// tiny model, against the CPU backend running the same plan (tests/runtime/test_fp8_attention.cpp
+// holds its FP8 attention to float64). The kernels' own FP8 paths are held bit for bit to the
+// BF16 kernels and the host quantizer in tests/cuda_kernels; this checks the backend's part: the
+// pools, the KV writes and the attention reading codes and scales, in prefill chunks and decode
+// steps. Label "gpu": skips without a CUDA device.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "models/safetensors.h"
+#include "runtime/engine.h"
+#include "tests/cuda_backend/support.h"
+
+namespace g4c::gpurt {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Two implementations of the same model and KV format, differing in activation precision (the
+// CUDA backend rounds activations to bf16 where HF's bf16 run does, the CPU backend keeps fp32):
+// HF's bf16 and fp32 runs agree on 99.35 % of the golden positions with mean |Δlogit| 0.0195.
+// Quantizing K/V rows that differ in their last bf16 bit can move a code by one FP8 step, which
+// the cache's scales keep small; the INT4 comparison's bars (97 % top-1, mean 3 × 0.0195 ≈ 0.06)
+// hold the same two implementations to the same distance.
+constexpr double kTop1 = 0.97;
+constexpr double kMeanAbs = 0.06;
+
+struct Diff {
+  int rows = 0, agree = 0;
+  double sum = 0, max = 0;
+  size_t n = 0;
+  void add(const std::vector<float>& a, const std::vector<float>& b, int V) {
+    for (size_t r = 0; r * V < a.size(); ++r) {
+      const float* x = a.data() + r * V;
+      const float* y = b.data() + r * V;
+      agree += std::max_element(x, x + V) - x == std::max_element(y, y + V) - y;
+      ++rows;
+      for (int j = 0; j < V; ++j) {
+        const double d = std::abs(double(x[j]) - y[j]);
+        sum += d;
+        max = std::max(max, d);
+      }
+      n += V;
+    }
+  }
+  double top1() const { return rows ? double(agree) / rows : 0; }
+  double mean() const { return n ? sum / n : 0; }
+};
+
+std::vector<std::vector<int32_t>> golden_prompts() {
+  const fs::path f = source_dir() / "tests" / "data" / "golden" / "gemma4-tiny" / "golden_logits.safetensors";
+  auto file = models::SafetensorsFile::open(f);
+  std::vector<std::vector<int32_t>> out;
+  for (const char* p : {"p0", "p1", "p2"}) {
+    auto v = file->view(*file->find(std::string(p) + ".input_ids"));
+    out.emplace_back(v.as<int32_t>(), v.as<int32_t>() + v.info->numel());
+  }
+  return out;
+}
+
+TEST(CudaBackend, Fp8KvMatchesTheCpuBackend) {
+  REQUIRE_GPU();
+  const auto prompts = golden_prompts();
+  runtime::EngineOptions eo{.max_sequences = 2, .max_seq_len = 256};
+  eo.reference_kv_dtype = "fp8";
+  auto cpu = runtime::Engine::open(tiny_dir(), std::nullopt, eo);
+  auto gpu = open_cuda(tiny_dir(), {}, eo);
+  eo.reference_kv_dtype = "bf16";
+  auto gpu16 = open_cuda(tiny_dir(), {}, eo);
+  const int V = gpu->vocab_size();
+  // chunk 0: one prefill chunk per prompt (its keys written, then read back as FP8); 16: chunks
+  // over cached keys; 1: decode-sized steps, each token's attention over the cached FP8 rows.
+  for (int chunk : {0, 16, 1}) {
+    Diff vs_cpu, vs_bf16;
+    for (const auto& p : prompts) {
+      const auto ref = cpu->logits(p, chunk);
+      const auto got = gpu->logits(p, chunk);
+      vs_cpu.add(got, ref, V);
+      vs_bf16.add(got, gpu16->logits(p, chunk), V);
+    }
+    std::printf("[ measured ] fp8 KV chunk %d: cuda vs cpu top-1 %.4f mean |dlogit| %.4g max %.4g; "
+                "vs cuda bf16 KV top-1 %.4f mean %.4g\n",
+                chunk, vs_cpu.top1(), vs_cpu.mean(), vs_cpu.max, vs_bf16.top1(), vs_bf16.mean());
+    EXPECT_GE(vs_cpu.top1(), kTop1) << "chunk " << chunk;
+    EXPECT_LE(vs_cpu.mean(), kMeanAbs) << "chunk " << chunk;
+    EXPECT_GT(vs_bf16.max, 0.0) << "chunk " << chunk << ": the FP8 plan gave the BF16 plan's logits";
+  }
+}
+
+// The synthetic Gemma-4-12B INT4 (G4C_12B_INT4: a `g4c synth --preset gemma4-12b --dtype int4`
+// directory, as scripts/gpu/bench.sh makes; skips without it) under the 9984 MiB budget: the
+// last-position logits with FP8 KV against BF16 KV, prompts of 300 / 1100 / 2100 seeded random
+// tokens in chunks of 256 (every chunk after the first reads cached K/V; the two longer ones
+// wrap the sliding layers' 1024-token window). Bound: cosine ≥ 0.999 per prompt (issue bound for
+// the FP8 cache; BF16 KV against HF bf16 measures 0.9998).
+TEST(CudaBackend, Fp8KvLogitsFollowBf16KvOnThe12b) {
+  REQUIRE_GPU();
+  const char* dir = std::getenv("G4C_12B_INT4");
+  if (!dir) GTEST_SKIP() << "G4C_12B_INT4 (a synthetic 12B INT4 checkpoint) not set";
+  std::mt19937 rng(7);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int n : {300, 1100, 2100}) {
+    std::vector<int32_t> p{2};
+    for (int i = 0; i < n; ++i) p.push_back(int32_t(1000 + rng() % 261000));
+    prompts.push_back(std::move(p));
+  }
+  std::vector<std::vector<float>> last[2];
+  for (int f8 = 0; f8 < 2; ++f8) {
+    runtime::CudaOptions co;
+    co.budget_bytes = size_t(9984) << 20;
+    runtime::EngineOptions eo{.max_sequences = 1, .max_seq_len = 2200};
+    eo.reference_kv_dtype = f8 ? "fp8" : "bf16";
+    auto e = open_cuda(dir, co, eo);
+    const int V = e->vocab_size();
+    for (const auto& p : prompts) {
+      std::vector<float> l;
+      e->logits(p, 256, [&](int first, int rows, const float* x) {
+        if (first + rows == int(p.size())) l.assign(x + size_t(rows - 1) * V, x + size_t(rows) * V);
+      });
+      last[f8].push_back(std::move(l));
+    }
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const auto& a = last[0][i];
+    const auto& b = last[1][i];
+    ASSERT_EQ(a.size(), b.size());
+    ASSERT_FALSE(a.empty());
+    double ab = 0, aa = 0, bb = 0;
+    for (size_t j = 0; j < a.size(); ++j) {
+      ab += double(a[j]) * b[j];
+      aa += double(a[j]) * a[j];
+      bb += double(b[j]) * b[j];
+    }
+    const double cosine = ab / std::sqrt(aa * bb);
+    const bool top1 = std::max_element(a.begin(), a.end()) - a.begin() == std::max_element(b.begin(), b.end()) - b.begin();
+    std::printf("[ measured ] 12B, %zu tokens: logits cosine fp8 vs bf16 KV %.6f, top-1 %s\n", prompts[i].size(), cosine,
+                top1 ? "equal" : "differs");
+    EXPECT_GE(cosine, 0.999) << prompts[i].size() << " tokens";
+  }
+}
+
+}  // namespace
+}  // namespace g4c::gpurt
