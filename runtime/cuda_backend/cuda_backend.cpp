@@ -213,7 +213,9 @@ runtime::KvSizes CudaBackend::fit_kv(const runtime::KvSizes& want) {
     const bool ring = l->kind() == fb::KvKind::Ring;
     const size_t row = plan::kv_token_bytes(*l);  // K and V of a token, as the layer stores them
     (ring ? per_slot : l->window() > 0 ? per_wblock : per_block) += size_t(ring ? l->capacity() : l->block_size()) * row;
-    fixed += row + 4 * 256;  // the scratch row written by padded tokens + alignment of K and V (and scales)
+    // The scratch row written by padded tokens + the 256-byte alignment of K and V (and of their
+    // scales in an FP8 layer).
+    fixed += row + (l->dtype() == fb::DType::F8E4M3 ? 4 : 2) * 256;
   }
   fixed += size_t(2) << 20;  // the pool's one allocation rounds up to the driver's 2 MiB granularity
   const size_t budget = device_->options().budget_bytes;
