@@ -2,6 +2,7 @@
 #include "runtime/plan/plan.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -23,6 +24,19 @@ std::string fmt(const char* f, auto... args) {
 // Every id a step names must exist: a plan that passes this never indexes out of range.
 // No deprecated field may be set: a plan that stores K=V once (KvLayer.kv_shared, Attrs.k_from_v)
 // has no kernel here.
+// The flatbuffers verifier checks a vector's length field and bounds, not that 8-byte elements
+// are 8-byte aligned (a builder always aligns them); a plan whose [long] / [ulong] data is
+// misaligned is corrupt, and reading it would be undefined behaviour.
+void check_alignment(const fb::Plan& p, const std::string& name) {
+  auto aligned = [](const auto* v) { return !v || reinterpret_cast<uintptr_t>(v->Data()) % 8 == 0; };
+  bool ok = true;
+  if (p.weights())
+    for (const auto* w : *p.weights()) ok &= aligned(w->shape());
+  if (p.buckets())
+    for (const auto* b : *p.buckets()) ok &= aligned(b->arena_offsets());
+  if (!ok) throw Error(name + ": plan file is corrupt (misaligned 64-bit vector data)");
+}
+
 void check_ids(const fb::Plan& p, const std::string& name) {
   auto bad = [&](const std::string& what) { throw Error(name + ": inconsistent plan: " + what); };
   auto deprecated = [&](const std::string& what) {
@@ -251,6 +265,7 @@ Plan Plan::from_bytes(std::vector<uint8_t> bytes, const std::string& name) {
   if (root->format_version() != kPlanFormatVersion)
     throw Error(name + ": plan format version " + std::to_string(root->format_version()) + ", this g4c reads version " +
                 std::to_string(kPlanFormatVersion) + " (recompile the plan)");
+  check_alignment(*root, name);
   check_ids(*root, name);
   check_shapes(*root, name);
   Plan p;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 
 #include "models/config.h"
 #include "models/error.h"
@@ -107,6 +108,25 @@ TEST(Plan, TruncatedPlanIsAClearError) {
   }
   std::vector<uint8_t> junk(4096, 0x5a);
   EXPECT_THROW(plan::Plan::from_bytes(junk, "junk.g4p"), Error);
+}
+
+// A plan the fuzzer found (tests/fuzz/corpus/plan/misaligned_shape_vector.g4p): it passes the
+// flatbuffers verifier, which checks a vector's length field but not that its 8-byte elements
+// are 8-byte aligned, and weight shapes ([long]) start 4 bytes off; reading them was undefined
+// behaviour. The loader refuses it.
+TEST(Plan, MisalignedVectorDataIsRefused) {
+  const auto path = test::tiny_model_dir().parent_path().parent_path() / "tests" / "fuzz" / "corpus" / "plan" / "misaligned_shape_vector.g4p";
+  std::ifstream in(path, std::ios::binary);
+  ASSERT_TRUE(in) << path;
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  try {
+    plan::Plan::from_bytes(bytes, "fuzzed.g4p");
+    FAIL() << "a plan with misaligned vector data was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("fuzzed.g4p: plan file is corrupt (misaligned 64-bit vector data)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Plan, OtherFormatVersionIsRefused) {
