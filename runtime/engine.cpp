@@ -48,8 +48,7 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, std
   for (const auto* l : *(*plan)->kv()) {
     // K and V of a token as the CPU backend holds them: fp32 (BF16 layers too) or FP8 codes
     // and scales.
-    const double row = double(l->dtype() == plan::fb::DType::F8E4M3 ? plan::kv_token_bytes(*l)
-                                                                    : 2 * size_t(l->num_kv_heads()) * l->head_dim() * 4);
+    const double row = double(plan::kv_token_bytes(*l, 4));
     if (l->kind() == plan::fb::KvKind::Ring) {
       seq_bytes += row * l->capacity();
     } else if (l->window() > 0) {

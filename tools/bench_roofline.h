@@ -7,8 +7,8 @@
 // every fed token in decode); attention 4·Hq·head_dim·n per token and layer (QKᵀ and PV), with
 // n = visible keys = t+1 (full) or min(t+1, W) (sliding). Norms, RoPE, softmax are not counted.
 // Bytes: the checkpoint's tensor bytes (as stored: BF16 or INT4 codes + scales) once per step
-// that the phase runs, plus KV cache traffic (K and V per layer, as the plan stores them: BF16,
-// F32, or FP8 codes + scales; BF16 when no plan is given): prefill writes every
+// that the phase runs, plus KV cache traffic (K and V per layer, as the backend holds them: bf16
+// on the GPU, fp32 on the CPU, or FP8 codes + scales; BF16 when no plan is given): prefill writes every
 // prompt token and reads each request's visible context once; decode writes one token and reads
 // every visible key per fed token and layer. Activations are not counted.
 // Steps: prefill = the steps measured for the prefill-only workload when given, else
@@ -52,8 +52,8 @@ struct ScheduleShape {
   int64_t chunk_tokens = 256;  // prefill tokens per sequence per step
   int64_t measured_steps = 0;  // steps the engine ran for the whole workload (0: unknown)
   int64_t measured_prefill_steps = 0;  // steps of the prefill-only workload (0: model them)
-  // K+V bytes of one token per decoder layer as the plan stores them (plan::kv_token_bytes);
-  // empty: BF16 (models::LayerGeometry::kv_bytes_per_token).
+  // K+V bytes of one token per decoder layer as the backend holds them (plan::kv_token_bytes
+  // with the backend's element size); empty: BF16 (models::LayerGeometry::kv_bytes_per_token).
   std::vector<double> kv_token_bytes;
 };
 

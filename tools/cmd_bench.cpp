@@ -275,9 +275,11 @@ json bench(const BenchArgs& a) {
   bench::ScheduleShape sched{engine->options().token_budget, engine->options().chunk_tokens, full[0].steps,
                             pre[0].steps};
   for (const auto& g : engine->config().layers) sched.kv_token_bytes.push_back(double(g.kv_bytes_per_token()));
+  // As the backend holds each layer: bf16 on the GPU, fp32 on the CPU, or FP8 codes + scales.
+  const size_t kv_elem = std::string(engine->backend().name()) == "cuda" ? 2 : 4;
   for (const auto* l : *engine->plan()->kv())
     if (l->layer() >= 0 && size_t(l->layer()) < sched.kv_token_bytes.size())
-      sched.kv_token_bytes[size_t(l->layer())] = double(plan::kv_token_bytes(*l));
+      sched.kv_token_bytes[size_t(l->layer())] = double(plan::kv_token_bytes(*l, kv_elem));
   const auto work = bench::count_work(engine->config(), bench::checkpoint_bytes(dir), shapes, sched);
   const double pmed = bench::percentile(pel, 50);
   rep["phases"] = {{"prefill", bench::phase_json(work.prefill, pmed, ceil)},

@@ -211,7 +211,7 @@ runtime::KvSizes CudaBackend::fit_kv(const runtime::KvSizes& want) {
   size_t per_slot = 0, per_block = 0, per_wblock = 0, fixed = 0;  // bytes per ring slot / full / window block
   for (const auto* l : *(*plan_)->kv()) {
     const bool ring = l->kind() == fb::KvKind::Ring;
-    const size_t row = plan::kv_token_bytes(*l);  // K and V of a token, as the layer stores them
+    const size_t row = plan::kv_token_bytes(*l, 2);  // K and V of a token as stored here (bf16 or FP8)
     (ring ? per_slot : l->window() > 0 ? per_wblock : per_block) += size_t(ring ? l->capacity() : l->block_size()) * row;
     // The scratch row written by padded tokens + the 256-byte alignment of K and V (and of their
     // scales in an FP8 layer).

@@ -369,6 +369,11 @@ size_t kv_token_bytes(const fb::KvLayer& l) {
   }
 }
 
+size_t kv_token_bytes(const fb::KvLayer& l, size_t element_bytes) {
+  if (l.dtype() == fb::DType::F8E4M3) return kv_token_bytes(l);
+  return 2 * size_t(l.num_kv_heads()) * size_t(l.head_dim()) * element_bytes;
+}
+
 size_t kv_token_bytes(const Plan& plan) {
   size_t n = 0;
   for (const auto* l : *plan->kv()) n += kv_token_bytes(*l);

@@ -61,9 +61,13 @@ uint64_t checkpoint_fingerprint(const models::ModelConfig& cfg, const models::Ch
 // fingerprint mismatch, or a weight whose key / dtype / shape is not in the checkpoint.
 void verify_plan_matches(const Plan& plan, const models::ModelConfig& cfg, const models::Checkpoint& ckpt);
 
-// Bytes of K and V of one token in one KV layer as stored: 2 × heads × head_dim × element
-// bytes; F8E4M3 adds an fp32 scale per head (2 × heads × (head_dim + 4)).
+// Bytes of K and V of one token in one KV layer as the plan's element type says: 2 × heads ×
+// head_dim × element bytes; F8E4M3 adds an fp32 scale per head (2 × heads × (head_dim + 4)).
 size_t kv_token_bytes(const fb::KvLayer& layer);
+// The same as a backend holds the layer: FP8 codes and scales for F8E4M3, else elements of
+// `element_bytes` whatever the plan's F32 / BF16 says (the CPU backend keeps 4-byte floats,
+// the CUDA backend bf16: 2).
+size_t kv_token_bytes(const fb::KvLayer& layer, size_t element_bytes);
 // Summed over every KV layer of the plan.
 size_t kv_token_bytes(const Plan& plan);
 

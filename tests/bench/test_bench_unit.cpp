@@ -50,7 +50,7 @@ TEST(BenchWork, TinyOneShortRequestByHand) {
   EXPECT_DOUBLE_EQ(w.decode.weight_bytes, 1000);
 }
 
-// KV bytes as the plan stores them (ScheduleShape::kv_token_bytes, from plan::kv_token_bytes):
+// KV bytes as the backend holds them (ScheduleShape::kv_token_bytes, from plan::kv_token_bytes):
 // FP8 codes + an fp32 scale per head, sliding 2·2·(64 + 4) = 272, full 2·1·(128 + 4) = 264.
 TEST(BenchWork, KvBytesFollowThePlansStorage) {
   const auto cfg = models::load_model_config(tiny_dir());

@@ -55,6 +55,17 @@ TEST(EngineFp8Kv, KvBytesPerTokenShrinkAsTheFormatSays) {
   EXPECT_EQ(plan::kv_token_bytes(fp8->plan()), want_fp8);
   for (const auto* l : *fp8->plan()->kv()) EXPECT_EQ(l->dtype(), plan::fb::DType::F8E4M3);
   for (const auto* l : *fp32->plan()->kv()) EXPECT_EQ(l->dtype(), plan::fb::DType::F32);
+  // As a backend holds them: the CUDA backend keeps F32 and BF16 layers as bf16 (2-byte
+  // elements), the CPU backend as fp32 (4); FP8 layers as they are. A CUDA pool sized by the
+  // plan's F32 elements would hold half the tokens the budget allows.
+  size_t cuda_f32 = 0, cuda_bf16 = 0, cpu_bf16 = 0, cuda_fp8 = 0;
+  for (const auto* l : *fp32->plan()->kv()) cuda_f32 += plan::kv_token_bytes(*l, 2);
+  for (const auto* l : *bf16->plan()->kv()) cuda_bf16 += plan::kv_token_bytes(*l, 2), cpu_bf16 += plan::kv_token_bytes(*l, 4);
+  for (const auto* l : *fp8->plan()->kv()) cuda_fp8 += plan::kv_token_bytes(*l, 2);
+  EXPECT_EQ(cuda_f32, want_bf16);
+  EXPECT_EQ(cuda_bf16, want_bf16);
+  EXPECT_EQ(cpu_bf16, want_fp32);
+  EXPECT_EQ(cuda_fp8, want_fp8);
 }
 
 TEST(EngineFp8Kv, GreedyTokensAndLogitsStayClose) {
