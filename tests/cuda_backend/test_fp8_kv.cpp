@@ -27,10 +27,13 @@ namespace fs = std::filesystem;
 // Two implementations of the same model and KV format, differing in activation precision (the
 // CUDA backend rounds activations to bf16 where HF's bf16 run does, the CPU backend keeps fp32):
 // HF's bf16 and fp32 runs agree on 99.35 % of the golden positions with mean |Δlogit| 0.0195.
-// Quantizing K/V rows that differ in their last bf16 bit can move a code by one FP8 step, which
-// the cache's scales keep small; the INT4 comparison's bars (97 % top-1, mean 3 × 0.0195 ≈ 0.06)
-// hold the same two implementations to the same distance.
-constexpr double kTop1 = 0.97;
+// On top of that, K/V rows that differ in their low bits can round to different FP8 codes, which
+// moves a logit by up to what FP8 storage itself moves it: on an H100 the CUDA backend with FP8
+// KV against BF16 KV agrees on 97.1 % of the positions (mean |Δlogit| 0.048). Bars: top-1 ≥ 95 %
+// (the activations' 1 % of near ties plus FP8's 3 %, with a margin of two positions), mean
+// |Δlogit| ≤ 3 × 0.0195 ≈ 0.06 (measured 0.041). A wrong scale, slot or layer moves the mean
+// past 1 and top-1 below 50 %.
+constexpr double kTop1 = 0.95;
 constexpr double kMeanAbs = 0.06;
 
 struct Diff {
