@@ -1,5 +1,6 @@
 // Benchmark of the W4A16 decode GEMM (m ≤ 16) at Gemma-4-12B shapes: the default dispatch of
-// w4a16_gemm against each variant of gemm_decode.cu forced (development A/Bs of the decode rule). Usage: g4c_gpu_decode_bench [--green N]  (N-SM green context, DESIGN.md §5).
+// w4a16_gemm against each variant of gemm_decode.cu forced (development A/Bs of the decode rule);
+// then 17 … 48 rows: the default dispatch against 16-row decode passes. Usage: g4c_gpu_decode_bench [--green N]  (N-SM green context, DESIGN.md §5).
 // Timing: CUDA graph of ≥ 20 launches rotating over weight copies that together exceed L2 (400
 // MB), CUDA events, warm-up replay, median of 9 replays. Bytes = qweight + scales + x + y.
 #include <cuda.h>
@@ -106,6 +107,8 @@ int main(int argc, char** argv) {
   CK(cudaMemset(pool, 1, pool_bytes));
 
   const int Ms[] = {1, 2, 4, 8, 16};
+  const int kWideMs[] = {17, 24, 32, 48};
+  constexpr int kMaxM = 48;
   for (const Shape& s : kShapes) {
     if (only_shape && !std::strstr(s.name, only_shape)) continue;
     const int rows = s.gate_up ? 2 * s.n : s.n;
@@ -138,9 +141,9 @@ int main(int argc, char** argv) {
     CK(cudaFree(q));
     CK(cudaFree(sc));
     bf16 *x, *y;
-    CK(dmalloc(&x, size_t(16) * s.k * 2));
-    CK(dmalloc(&y, size_t(16) * rows * 2));
-    fill_random(x, size_t(16) * s.k * 2, 5, true);
+    CK(dmalloc(&x, size_t(kMaxM) * s.k * 2));
+    CK(dmalloc(&y, size_t(kMaxM) * rows * 2));
+    fill_random(x, size_t(kMaxM) * s.k * 2, 5, true);
     size_t wsb = w4a16_workspace_bytes(16, w0, ko);
     for (int v = 0; v < nv; ++v) {
       DecodeTuning t;
@@ -202,6 +205,22 @@ int main(int argc, char** argv) {
       tr.whole_tiles = whole;
       std::printf(" %5s%d %8.2f %7.0f %6.1f%% %8.2f %3d\n", "v", tv[best] < 1e29 ? best : -1, tb * 1e3, gbs,
                   100 * gbs / copy_gbs, tcopy * 1e3, int(w4a16_decode_whole_tiles(m, w0, sms, tr)));
+      std::fflush(stdout);
+    }
+    // Batches past the decode kernel's 16 rows: the default dispatch (the mma.sync tile kernel
+    // below 64 rows) against the decode kernel run once per 16 rows (each pass reads the weights).
+    for (int m : kWideMs) {
+      const double td =
+          time_graph([&](int i) { CK(w4a16_gemm(x, m, s.k, ws[i % copies], ep, o, wsp, wsb, g_stream, ko)); }, calls);
+      const double tp = time_graph([&](int i) {
+        for (int r = 0; r < m; r += 16) {
+          GemmOut op = o;
+          op.y = static_cast<bf16*>(o.y) + size_t(r) * s.n;
+          CK(w4a16_gemm(x + size_t(r) * s.k, std::min(16, m - r), s.k, ws[i % copies], ep, op, wsp, wsb, g_stream, ko));
+        }
+      }, calls);
+      std::printf("%-22s %3d dflt %8.2f us, 16-row decode passes %8.2f us (%.2fx)\n", s.name, m, td * 1e3, tp * 1e3,
+                  td / tp);
       std::fflush(stdout);
     }
     CK(cudaFree(x));
