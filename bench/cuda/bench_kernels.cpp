@@ -402,15 +402,35 @@ void bench_attention() {
         pdl.pdl = true;
         const double ms_pdl = time_splits(splits, pdl);
         const int c_rule = attention_combine_cluster_size(b, L.hq, L.hkv, L.d, splits, g_stream);
+        // FP8 KV (KvCache::k8) at the same split count: codes in the first half of the K / V
+        // pools, a scale per (slot, kv head); the same blocks and rotation.
+        float *ksc, *vsc;
+        CK(dmalloc(&ksc, size_t(pool) * bs * L.hkv * 4));
+        CK(dmalloc(&vsc, size_t(pool) * bs * L.hkv * 4));
+        CK(cudaMemset(ksc, 0x3c, size_t(pool) * bs * L.hkv * 4));
+        CK(cudaMemset(vsc, 0x3c, size_t(pool) * bs * L.hkv * 4));
+        const double ms_fp8 = time_graph([&](int i) {
+          KvCache kv;
+          kv.k8 = reinterpret_cast<const uint8_t*>(k);
+          kv.v8 = reinterpret_cast<const uint8_t*>(v);
+          kv.k_scale = ksc;
+          kv.v_scale = vsc;
+          kv.block_table = dbt + size_t(i % copies) * B * blocks_per;
+          kv.max_blocks = blocks_per; kv.block_size = bs;
+          CK(attention(q, L.hq, L.hkv, L.d, kv, b, L.window, 1.f, o, splits, ws, wsb, g_stream));
+        }, std::max(copies, 10));
+        cudaFree(ksc); cudaFree(vsc);
         const double vis = L.window ? std::min(ctxlen + 1, L.window) : ctxlen + 1;
         const double bytes = double(B) * vis * row * 2 * 2;
+        const double bytes8 = double(B) * vis * L.hkv * (L.d + 4) * 2;  // codes + scales
         auto pct = [&](double t) { return 100 * bytes / (t * 1e-3) / 1e9 / g_copy_gbs; };
         char nm[64];
         std::snprintf(nm, sizeof nm, "decode B=%d hd%d hkv%d W%d s%d", B, L.d, L.hkv, L.window, splits);
-        std::printf("%-34s %6d %10.1f %7.0f GB/s %5.1f%%   pdl %.1f us %.1f%% (%s)   sweep best s%d %.1f us %.1f%%\n", nm,
-                    ctxlen, ms * 1e3, bytes / (ms * 1e-3) / 1e9, pct(ms), ms_pdl * 1e3, pct(ms_pdl),
+        std::printf("%-34s %6d %10.1f %7.0f GB/s %5.1f%%   pdl %.1f us %.1f%% (%s)   sweep best s%d %.1f us %.1f%%   "
+                    "fp8 %.1f us %.0f GB/s\n",
+                    nm, ctxlen, ms * 1e3, bytes / (ms * 1e-3) / 1e9, pct(ms), ms_pdl * 1e3, pct(ms_pdl),
                     c_rule ? ("in-kernel combine c" + std::to_string(c_rule)).c_str() : "combine kernel", best_s,
-                    best_ms * 1e3, pct(best_ms));
+                    best_ms * 1e3, pct(best_ms), ms_fp8 * 1e3, bytes8 / (ms_fp8 * 1e-3) / 1e9);
         cudaFree(q); cudaFree(o); cudaFree(k); cudaFree(v); cudaFree(dbt); cudaFree(dqs); cudaFree(dcl);
         if (ws) cudaFree(ws);
       }
