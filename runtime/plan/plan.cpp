@@ -21,9 +21,6 @@ std::string fmt(const char* f, auto... args) {
   return buf;
 }
 
-// Every id a step names must exist: a plan that passes this never indexes out of range.
-// No deprecated field may be set: a plan that stores K=V once (KvLayer.kv_shared, Attrs.k_from_v)
-// has no kernel here.
 // The flatbuffers verifier checks a vector's length field and bounds, not that 8-byte elements
 // are 8-byte aligned (a builder always aligns them); a plan whose [long] / [ulong] data is
 // misaligned is corrupt, and reading it would be undefined behaviour.
@@ -37,6 +34,9 @@ void check_alignment(const fb::Plan& p, const std::string& name) {
   if (!ok) throw Error(name + ": plan file is corrupt (misaligned 64-bit vector data)");
 }
 
+// Every id a step names must exist: a plan that passes this never indexes out of range.
+// No deprecated field may be set: a plan that stores K=V once (KvLayer.kv_shared, Attrs.k_from_v)
+// has no kernel here.
 void check_ids(const fb::Plan& p, const std::string& name) {
   auto bad = [&](const std::string& what) { throw Error(name + ": inconsistent plan: " + what); };
   auto deprecated = [&](const std::string& what) {
