@@ -1,6 +1,8 @@
-// Benchmark of the W4A16 decode GEMM (m ≤ 16) at Gemma-4-12B shapes: the default dispatch of
+// Benchmark of the W4A16 decode GEMM at Gemma-4-12B shapes: m ≤ 16, the default dispatch of
 // w4a16_gemm against each variant of gemm_decode.cu forced (development A/Bs of the decode rule);
-// then 17 … 48 rows: the default dispatch against 16-row decode passes. Usage: g4c_gpu_decode_bench [--green N]  (N-SM green context, DESIGN.md §5).
+// then 17 … 48 rows: the default dispatch (the decode kernel's 32-token tiles up to
+// kDecodeMaxRows, the mma.sync tile kernel above) against 16-row decode passes.
+// Usage: g4c_bench_decode [--green N]  (N-SM green context, DESIGN.md §5).
 // Timing: CUDA graph of ≥ 20 launches rotating over weight copies that together exceed L2 (400
 // MB), CUDA events, warm-up replay, median of 9 replays. Bytes = qweight + scales + x + y.
 #include <cuda.h>
@@ -144,7 +146,7 @@ int main(int argc, char** argv) {
     CK(dmalloc(&x, size_t(kMaxM) * s.k * 2));
     CK(dmalloc(&y, size_t(kMaxM) * rows * 2));
     fill_random(x, size_t(kMaxM) * s.k * 2, 5, true);
-    size_t wsb = w4a16_workspace_bytes(16, w0, ko);
+    size_t wsb = w4a16_workspace_bytes(kDecodeMaxRows, w0, ko);
     for (int v = 0; v < nv; ++v) {
       DecodeTuning t;
       t.variant = v;
@@ -207,8 +209,9 @@ int main(int argc, char** argv) {
                   100 * gbs / copy_gbs, tcopy * 1e3, int(w4a16_decode_whole_tiles(m, w0, sms, tr)));
       std::fflush(stdout);
     }
-    // Batches past the decode kernel's 16 rows: the default dispatch (the mma.sync tile kernel
-    // below 64 rows) against the decode kernel run once per 16 rows (each pass reads the weights).
+    // Batches past 16 rows: the default dispatch (one weight pass up to kDecodeMaxRows, the
+    // mma.sync tile kernel above) against the decode kernel run once per 16 rows (each pass reads
+    // the weights).
     for (int m : kWideMs) {
       const double td =
           time_graph([&](int i) { CK(w4a16_gemm(x, m, s.k, ws[i % copies], ep, o, wsp, wsb, g_stream, ko)); }, calls);

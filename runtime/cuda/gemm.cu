@@ -272,7 +272,7 @@ DecodeTuning decode_tuning(const KernelOptions& ko) {
 int gemm_stream_sms(cudaStream_t stream) { return stream_sms(stream); }
 
 size_t w4a16_workspace_bytes(int m, const Int4Weight& w, const KernelOptions& ko) {
-  if (m > 16) return 0;
+  if (m > kDecodeMaxRows) return 0;
   return w4a16_decode_workspace_bytes(w, decode_tuning(ko));  // gemm_decode.cu
 }
 
@@ -281,7 +281,7 @@ cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilo
                        cudaStream_t stream, const KernelOptions& ko) {
   EpiArgs e{int(ep), out, w.n, m};
   if (m <= 0) return cudaSuccess;
-  if (m <= 16) {
+  if (m <= kDecodeMaxRows) {
     DecodeTuning t = decode_tuning(ko);
     t.variant = w4a16_decode_choice(m, w, stream_sms(stream));
     return w4a16_decode(x, m, ldx, w, ep, out, workspace, workspace_bytes, t, stream);

@@ -1,4 +1,4 @@
-// W4A16 decode GEMM, m ≤ 16: the variant table, split plan and launch of the streaming kernels
+// W4A16 decode GEMM, m ≤ 32: the variant table, split plan and launch of the streaming kernels
 // (gemm_decode_lean.cu, which states the numerics; API and design in gemm_decode.cuh; weight
 // layout in gemm.cuh).
 #include "runtime/cuda/gemm_decode.cuh"
@@ -17,14 +17,14 @@ namespace {
 // ------------------------------------------------------------------ variants and plan
 struct Variant {
   DecodeVariantInfo info;
-  LeanKernels k;  // [m > 8][group / 64 − 1][asym], arrival order (k) and deterministic (kd)
+  LeanKernels k;  // [token tiles][group / 64 − 1][asym], arrival order (k) and deterministic (kd)
 };
 
 // The variants w4a16_decode_choice picks (kDecodeLean16, kDecodeLean12).
 const Variant& variant(int v) {
   static const Variant kV[] = {
-      {{16, 1, 8, 96, "LEAN: 16 warps, 1 blk/SM, 8 chunks in flight, x<=96K"}, lean_kernels(0)},
-      {{12, 1, 8, 96, "LEAN: 12 warps, 1 blk/SM, 8 chunks in flight, x<=96K"}, lean_kernels(1)},
+      {{16, 1, 8, 96, 16, "LEAN: 16 warps, 1 blk/SM, 8 chunks in flight, x<=96K, m<=16"}, lean_kernels(0)},
+      {{12, 1, 8, 96, 32, "LEAN: 12 warps, 1 blk/SM, 8 chunks in flight, x<=96K, m<=32"}, lean_kernels(1)},
   };
   return kV[v];
 }
@@ -37,12 +37,15 @@ struct Plan {
   bool det;  // fixed-order sums (the deterministic kernels): asked for, or the whole_tiles rule
 };
 
-// x rows + zero row | Σx [gps][16] | tile sums (or det: warp slots).
+// Token tiles (n8) of an m-row launch: 1, 2 or 4; the kernel table's first index is mt / 2.
+int token_tiles(int m) { return m > 16 ? 4 : m > 8 ? 2 : 1; }
+
+// x rows + zero row | Σx [gps][tok] | tile sums (or det: warp slots).
 int smem_for(const DecodeVariantInfo& vi, const DecArgs& a, bool det) {
-  const int mt = a.mrows > 8 ? 2 : 1;
+  const int mt = token_tiles(a.mrows);
   const int br = std::max(1, a.br);
   const int sums = det ? vi.warps * 2 * 4 * mt * 32 * 4 : (a.tsm ? ((a.ntiles + br - 1) / br + 1) * 4 * mt * 32 * 4 : 0);
-  return (a.mrows + 1) * a.xrow + a.gps * 64 + sums;
+  return (a.mrows + 1) * a.xrow + a.gps * a.tok * 4 + sums;
 }
 
 Plan plan_for(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms, int xcap_override, bool det) {
@@ -52,7 +55,8 @@ Plan plan_for(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms, 
   a.cpg = w.group / 64;
   a.ngroups = w.kp / w.group;
   a.ntiles = (w.n + 15) / 16;
-  a.mrows = std::min(m, 16);
+  a.mrows = std::min(m, 32);
+  a.tok = m > 16 ? 32 : 16;
   p.det = det;
   const int smem_max = 227 * 1024 / vi.blocks_per_sm - 1024;
   const int xcap = xcap_override > 0 ? xcap_override : vi.xcap_kb * 1024;
@@ -89,10 +93,11 @@ Plan make_plan(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms,
 }  // namespace
 
 // The lean 16-warp variant everywhere except m > 8 on more than 32 SMs with weights under 10^8
-// elements, where the 12-warp one is faster (H200, g4c_gpu_decode_bench, BENCHMARKS.md "W4A16
-// decode GEMM").
+// elements, where the 12-warp one is faster (H200, g4c_bench_decode, BENCHMARKS.md "W4A16
+// decode GEMM"), and m > 16, which only the 12-warp variant runs.
 int w4a16_decode_choice(int m, const Int4Weight& w, int sms) {
-  if (m < 1 || m > 16) return -1;
+  if (m < 1 || m > kDecodeMaxRows) return -1;
+  if (m > 16) return kDecodeLean12;
   return sms > 32 && m > 8 && double(w.n) * w.kp < 1e8 ? kDecodeLean12 : kDecodeLean16;
 }
 
@@ -100,13 +105,13 @@ int w4a16_decode_num_variants() { return kNumVariants; }
 DecodeVariantInfo w4a16_decode_variant_info(int v) { return variant(v).info; }
 
 namespace {
-// Workspace: tile counters [ntiles, even] (256-aligned), then fp32 slots of 16 × 16, all zero
+// Workspace: tile counters [ntiles, even] (256-aligned), then fp32 slots of 16 × tok, all zero
 // between launches: one per tile; the deterministic mode one per (split, tile).
 size_t counters_bytes(const Int4Weight& w) { return ((w.n + 31) / 32 * 2 * 4 + 255) / 256 * 256; }
 size_t workspace_need(const Int4Weight& w, const Plan& p) {
   const size_t ntiles = (w.n + 31) / 32 * 2;
   const size_t slots = p.det ? size_t(p.a.S) * ntiles : ntiles;
-  return counters_bytes(w) + slots * 16 * 16 * 4;
+  return counters_bytes(w) + slots * 16 * p.a.tok * 4;
 }
 }  // namespace
 
@@ -115,7 +120,7 @@ size_t w4a16_decode_workspace_bytes(const Int4Weight& w, const DecodeTuning& tun
   size_t need = 0;
   for (int v = 0; v < kNumVariants; ++v) {
     if (tuning.variant >= 0 && v != tuning.variant) continue;
-    for (int m = 1; m <= 16; ++m)
+    for (int m = 1; m <= variant(v).info.max_m; ++m)
       need = std::max(need, workspace_need(w, make_plan(m, w, variant(v).info, sms, tuning)));
   }
   return need;
@@ -124,27 +129,27 @@ size_t w4a16_decode_workspace_bytes(const Int4Weight& w) { return w4a16_decode_w
 
 bool w4a16_decode_whole_tiles(int m, const Int4Weight& w, int sms, const DecodeTuning& tuning) {
   const int v = tuning.variant >= 0 ? tuning.variant : w4a16_decode_choice(m, w, sms);
-  if (m < 1 || m > 16 || v < 0 || v >= kNumVariants) return false;
+  if (m < 1 || v < 0 || v >= kNumVariants || m > variant(v).info.max_m) return false;
   return make_plan(m, w, variant(v).info, sms, tuning).det;
 }
 
 cudaError_t w4a16_decode(const bf16* x, int m, int ldx, const Int4Weight& w, Epilogue ep,
                          const GemmOut& out, void* workspace, size_t workspace_bytes,
                          const DecodeTuning& tuning, cudaStream_t stream) {
-  if (m < 1 || m > 16) return cudaErrorInvalidValue;
+  if (m < 1 || m > kDecodeMaxRows) return cudaErrorInvalidValue;
   const int sms = tuning.sms > 0 ? tuning.sms : gemm_stream_sms(stream);
   const int vi = tuning.variant < 0 ? w4a16_decode_choice(m, w, sms) : tuning.variant;
-  if (vi >= kNumVariants) return cudaErrorInvalidValue;
+  if (vi >= kNumVariants || m > variant(vi).info.max_m) return cudaErrorInvalidValue;
   const Variant& v = variant(vi);
   const Plan p = make_plan(m, w, v.info, sms, tuning);
   const bool det = p.det;
   if (!workspace || workspace_bytes < workspace_need(w, p)) return cudaErrorInvalidValue;
   if (w.group != 64 && w.group != 128) return cudaErrorInvalidValue;
-  const int mi = m <= 8 ? 0 : 1, gi = w.group / 64 - 1;
+  const int mi = token_tiles(m) / 2, gi = w.group / 64 - 1;
   const int ai = w.zeros != nullptr;
   const void* kern = det ? v.k.kd[mi][gi][ai] : v.k.k[mi][gi][ai];
   // Dynamic shared memory limit: raised once per kernel to the maximum (process-wide).
-  static bool raised[kNumVariants][2][2][2][2] = {};
+  static bool raised[kNumVariants][3][2][2][2] = {};
   bool& r = raised[vi][mi][gi][ai][det];
   if (!r) {
     const cudaError_t err = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,

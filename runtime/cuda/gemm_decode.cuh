@@ -1,4 +1,4 @@
-// W4A16 decode GEMM (m ≤ 16), the streaming kernels w4a16_gemm dispatches to. Host API only
+// W4A16 decode GEMM (m ≤ 32), the streaming kernels w4a16_gemm dispatches to. Host API only
 // (plain C++). Same math, weight layout, epilogues and numerics as w4a16_gemm (gemm.cuh).
 //
 // Design: a persistent grid sized to the SMs actually available (the stream's green context
@@ -6,7 +6,9 @@
 // activation slice fit shared memory; a split's (16-row tile, group) units are dealt out as one
 // contiguous range per block and, inside it, per warp. Each warp loads its weights straight into
 // registers (16-byte evict-first loads, several chunks in flight), dequantizes them and
-// multiplies with mma.sync m16n8k16. A tile a warp owns entirely gets its epilogue straight from
+// multiplies with mma.sync m16n8k16 (weights as A, 16 output features; tokens as B, 8 per n8
+// tile: one, two or four tiles, so the weights are read and dequantized once for up to 32
+// tokens). A tile a warp owns entirely gets its epilogue straight from
 // registers; tiles shared by warps of a block are summed in shared memory; tiles shared by blocks
 // (range ends, S > 1) add into an fp32 workspace and the contributor that completes the tile's
 // group count applies the epilogue — in arrival order (the last bit can differ between runs), or
@@ -20,8 +22,8 @@
 namespace g4c::cuda {
 
 // The variants (w4a16_decode_choice).
-constexpr int kDecodeLean16 = 0;  // lean, 16 warps, 8 chunks in flight
-constexpr int kDecodeLean12 = 1;  // lean, 12 warps, 8 chunks in flight
+constexpr int kDecodeLean16 = 0;  // lean, 16 warps, 8 chunks in flight, m ≤ 16
+constexpr int kDecodeLean12 = 1;  // lean, 12 warps, 8 chunks in flight, m ≤ 32
 
 // Launch parameters of one variant (compile-time in the kernel; listed for benchmarks).
 struct DecodeVariantInfo {
@@ -29,6 +31,7 @@ struct DecodeVariantInfo {
   int blocks_per_sm;   // blocks per SM in the persistent grid
   int chunks;          // chunks in flight per lane (weights go to registers)
   int xcap_kb;         // activation slice budget per block (KB); more → fewer k splits
+  int max_m;           // the most rows it runs (16 or 32)
   const char* name;
 };
 int w4a16_decode_num_variants();
@@ -64,22 +67,22 @@ struct DecodeTuning {
 // variant `tuning.variant` (-1: w4a16_decode_choice's) for this m and grid sums in fixed order.
 bool w4a16_decode_whole_tiles(int m, const Int4Weight& w, int sms, const DecodeTuning& tuning);
 
-// Workspace: int tile counters, then fp32 partial-sum slots of 16 × 16 (one per tile; in the
-// deterministic mode one per (k split, tile)). Must be ZERO before first use
-// (cudaMemset once); launches leave it zero. Enough for any m ≤ 16 with variant
+// Workspace: int tile counters, then fp32 partial-sum slots of 16 rows × 16 tokens (32 when m >
+// 16; one per tile; in the deterministic mode one per (k split, tile)). Must be ZERO before first
+// use (cudaMemset once); launches leave it zero. Enough for any m the variant runs, with variant
 // `tuning.variant` (−1: any variant w4a16_decode_choice picks) on `tuning.sms` SMs (0: the
 // device's) at activation budget `tuning.xcap`, in mode `tuning.deterministic`. Not shared by
 // launches that run concurrently.
 size_t w4a16_decode_workspace_bytes(const Int4Weight& w, const DecodeTuning& tuning);
 size_t w4a16_decode_workspace_bytes(const Int4Weight& w);
 
-// y = epilogue(x·Wᵀ) for 1 ≤ m ≤ 16; arguments as w4a16_gemm. Returns the launch error, or
-// cudaErrorInvalidValue (m out of range, workspace too small).
+// y = epilogue(x·Wᵀ) for 1 ≤ m ≤ the variant's max_m; arguments as w4a16_gemm. Returns the
+// launch error, or cudaErrorInvalidValue (m out of range, workspace too small).
 cudaError_t w4a16_decode(const bf16* x, int m, int ldx, const Int4Weight& w, Epilogue ep,
                          const GemmOut& out, void* workspace, size_t workspace_bytes,
                          const DecodeTuning& tuning, cudaStream_t stream);
 
-// The variant w4a16_gemm uses for this shape on `sms` SMs (−1 when m is out of [1, 16]).
+// The variant w4a16_gemm uses for this shape on `sms` SMs (−1 when m is out of [1, 32]).
 int w4a16_decode_choice(int m, const Int4Weight& w, int sms);
 
 }  // namespace g4c::cuda

@@ -1,4 +1,4 @@
-// Device code of the W4A16 decode kernels (gemm_decode_lean.cu): PTX helpers, the host-computed split plan (DecArgs), the activation-slice fill and the tile flush (direct epilogue, or fp32
+// Device code of the W4A16 decode kernels (gemm_decode_lean.cu): PTX helpers, the host-computed split plan (DecArgs) and the tile flush (direct epilogue, or fp32
 // partials + tile counter, the last contributor applying the epilogue). Only included from .cu.
 #pragma once
 
@@ -40,58 +40,13 @@ struct DecArgs {
   int cpg;    // 64-chunks per group
   int ngroups;
   int ntiles;
-  int mrows;  // min(m, 16)
+  int mrows;  // m (≤ 32)
+  int tok;    // tokens per Σx group entry and per workspace slot row: 16, or 32 when m > 16
   int xrow;   // bytes per activation row in smem (gps·G·2 + 16)
   int tsm;    // 1 = tiles inside a block are summed in shared memory, 0 = all tiles
               // through the workspace (their shared memory would not fit). Unused in the
               // deterministic mode.
 };
-
-// Activation slice k ∈ [k0, k0+klen) of rows < mrows → smem, in the lane order of the mma B
-// fragment: per row and 64-chunk, lane t's 16 values (k16 step ks, k = 16ks + 2t + {0,1,8,9})
-// are 32 contiguous bytes [ks][b0,b1], so a lane reads its chunk with two 16-byte loads.
-// Also Σx per (row, group). Loads are batched (8 per thread) to keep the L2 round trips few.
-template <int NT>
-__device__ __forceinline__ void load_x_slice(const bf16* __restrict__ x, int ldx, int kvalid, int k0,
-                                             int klen, int mrows, int xrow, int group,
-                                             unsigned char* xs, float* xsum, int gloc) {
-  const int per_row = klen / 8;
-  const int total = mrows * per_row;
-  const int gthreads = group / 8;
-  constexpr int B = 8;
-  for (int base = 0; base < total; base += NT * B) {
-    uint4 v[B];
-#pragma unroll
-    for (int b = 0; b < B; ++b) {
-      const int idx = base + b * NT + threadIdx.x;
-      v[b] = make_uint4(0, 0, 0, 0);
-      if (idx < total) {
-        const int r = idx / per_row, c = idx - r * per_row;
-        if (k0 + c * 8 < kvalid) v[b] = __ldg(reinterpret_cast<const uint4*>(x + long(r) * ldx + k0 + c * 8));
-      }
-    }
-#pragma unroll
-    for (int b = 0; b < B; ++b) {
-      const int idx = base + b * NT + threadIdx.x;
-      const bool ok = idx < total;
-      const int r = ok ? idx / per_row : 0, c = ok ? idx - r * per_row : 0;
-      const int kk = c * 8;  // offset in the slice; 8 values of one k16 half
-      const int cl = kk >> 6, ks = (kk >> 4) & 3, h = (kk >> 3) & 1;
-      const uint32_t w[4] = {v[b].x, v[b].y, v[b].z, v[b].w};
-      float sum = 0.f;
-#pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        if (ok)
-          *reinterpret_cast<uint32_t*>(xs + r * xrow + cl * 128 + t * 32 + (ks * 2 + h) * 4) = w[t];
-        const float2 f = __bfloat1622float2(*reinterpret_cast<const bf162*>(&w[t]));
-        sum += f.x + f.y;
-      }
-      // The group's G/8 items are consecutive idx, aligned (per_row is a multiple of G/8).
-      for (int o = gthreads / 2; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-      if (ok && (threadIdx.x & (gthreads - 1)) == 0) xsum[r * gloc + kk / group] = sum;
-    }
-  }
-}
 
 // Where block blockIdx.x works: its k split (first group g0, gs groups) and its rank rb among
 // the split's a.br blocks.
@@ -152,8 +107,8 @@ __device__ __forceinline__ void decode_flush_tile(const DecArgs& a, const EpiArg
     decode_finish<MT>(e, tile, g, t, av);
     return;
   }
-  float* r0 = ws + (long(tile) * 16 + g) * 16;
-  float* r1 = r0 + 8 * 16;
+  float* r0 = ws + (long(tile) * 16 + g) * a.tok;
+  float* r1 = r0 + 8 * a.tok;
 #pragma unroll
   for (int j = 0; j < MT; ++j) {
     const int tok = j * 8 + 2 * t;
@@ -183,11 +138,11 @@ __device__ __forceinline__ void decode_flush_tile(const DecArgs& a, const EpiArg
   decode_finish<MT>(e, tile, g, t, v);
 }
 
-// Lean family (gemm_decode_lean.cu): [m > 8][group / 64 − 1][asym]; kd: the
-// deterministic-mode kernels.
+// Lean family (gemm_decode_lean.cu): [token tiles: m ≤ 8, ≤ 16, ≤ 32][group / 64 − 1][asym];
+// kd: the deterministic-mode kernels. Null where the variant has no kernel for that m.
 struct LeanKernels {
-  const void* k[2][2][2];
-  const void* kd[2][2][2];
+  const void* k[3][2][2];
+  const void* kd[3][2][2];
 };
 LeanKernels lean_kernels(int i);
 

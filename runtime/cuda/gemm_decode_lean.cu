@@ -1,14 +1,15 @@
-// W4A16 decode GEMM, m ≤ 16: the lean register-direct kernels (variants listed in
+// W4A16 decode GEMM, m ≤ 32: the lean register-direct kernels (variants listed in
 // gemm_decode.cu; API in gemm_decode.cuh).
 //
-// Why: the math of a 512-byte chunk needs ~45 warp instructions (1 load, 2 shared loads, 28 ALU
-// nibble → bf16, 4 mma, a share of the group fix-up); everything that is not math is per group or
-// per tile, so the kernel stays memory-bound:
+// Why: the math of a 512-byte chunk needs ~45 warp instructions at m ≤ 8 (1 load, 2 shared loads,
+// 28 ALU nibble → bf16, 4 mma, a share of the group fix-up; each further 8 tokens add 2 shared
+// loads and 4 mma: the weights are dequantized once for all tokens); everything that is not math
+// is per group or per tile, so the kernel stays memory-bound:
 //  - work is whole groups: a split's (tile, group) units, tile-major, one contiguous range per
 //    block and, inside it, per warp; two cursors (the one loading D chunks ahead, the one
 //    computing) step by pointer increments, no division after the prologue;
-//  - the activation slice has one extra zero row and Σx is stored [group][16 tokens] with zeros
-//    past m, so lanes of absent rows read zeros with no test;
+//  - the activation slice has one extra zero row and Σx is stored [group][16 or 32 tokens] with
+//    zeros past m, so lanes of absent rows read zeros with no test;
 //  - asymmetric zero points are a template parameter;
 //  - tiles that lie inside one block are summed in shared memory (red.shared) and get their
 //    epilogue after one barrier; only the ≤ 2 tiles a block shares with its neighbours (and every
@@ -86,18 +87,20 @@ __device__ __forceinline__ void lean_chunk(const uint4& cw, const uint4 (&xb)[MT
   }
 }
 
-// Activation slice for this family, in load_x_slice's fragment order: rows < mrows, row mrows
-// zero, Σx [group][16 tokens] with zeros for tokens ≥ mrows; the block's tile sums zero. Loads in
-// batches (independent loads in flight), no per-element index division (the prologue is a large share
-// of a small GEMM's instructions).
+// Activation slice k ∈ [k0, k0+klen) → shared memory, in the lane order of the mma B fragment:
+// per row and 64-chunk, lane t's 16 values (k16 step ks, k = 16ks + 2t + {0,1,8,9}) are 32
+// contiguous bytes [ks][b0,b1], so a lane reads its chunk with two 16-byte loads. Rows < mrows,
+// row mrows zero; Σx [group][a.tok tokens] with zeros for tokens ≥ mrows; the block's tile sums
+// zero. Loads in batches (independent loads in flight), no per-element index division (the
+// prologue is a large share of a small GEMM's instructions).
 template <int NT>
 __device__ __forceinline__ void lean_fill(const bf16* __restrict__ x, int ldx, int kvalid, int k0, int klen,
                                           const DecArgs& a, int group, unsigned char* xs, float* xsum,
                                           float* tacc, int tacc_floats) {
   uint4* zr = reinterpret_cast<uint4*>(xs + a.mrows * a.xrow);
   for (int i = threadIdx.x; i < a.xrow / 16; i += NT) zr[i] = make_uint4(0, 0, 0, 0);
-  for (int i = threadIdx.x; i < a.gps * 16; i += NT)
-    if ((i & 15) >= a.mrows) xsum[i] = 0.f;
+  for (int i = threadIdx.x; i < a.gps * a.tok; i += NT)
+    if ((i & (a.tok - 1)) >= a.mrows) xsum[i] = 0.f;
   for (int i = threadIdx.x; i < tacc_floats; i += NT) tacc[i] = 0.f;
   // Items (row r, block of NT pieces), RB loads in flight per thread: a long k (down: 1920
   // pieces per row) or many rows take ⌈rows · blocks / RB⌉ L2 round trips, not one per item.
@@ -134,12 +137,12 @@ __device__ __forceinline__ void lean_fill(const bf16* __restrict__ x, int ldx, i
         const float2 f = __bfloat1622float2(*reinterpret_cast<const bf162*>(&wv[t]));
         sum += f.x + f.y;
       }
-      // Same order as load_x_slice (offsets gt/2 … 1), so Σx is the other kernels' value.
+      // A group's Σx: a butterfly over its gt consecutive lanes (offsets gt/2 … 1).
       if (gt == 16) sum += __shfl_xor_sync(0xffffffffu, sum, 8);
       sum += __shfl_xor_sync(0xffffffffu, sum, 4);
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
       sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      if (c < per_row && (c & (gt - 1)) == 0) xsum[(group == 128 ? kk >> 7 : kk >> 6) * 16 + r] = sum;
+      if (c < per_row && (c & (gt - 1)) == 0) xsum[(group == 128 ? kk >> 7 : kk >> 6) * a.tok + r] = sum;
     }
   }
 }
@@ -164,10 +167,10 @@ __device__ __noinline__ void lean_flush_red(DecArgs a, EpiArgs e, float* ws, int
   decode_flush_tile<MT>(a, e, ws, counters, tile, done, lane, s.v);
 }
 
-// Workspace slot of tile `tile`'s part in split `split`: fp32 [16 rows][16 tokens] (1 KB), tokens
-// < mrows used (deterministic mode: the one block of the split holding the tile writes it).
+// Workspace slot of tile `tile`'s part in split `split`: fp32 [16 rows][a.tok tokens] (1 or 2
+// KB), tokens < mrows used (deterministic mode: the one block of the split holding the tile writes it).
 __device__ __forceinline__ float* lean_slot(const DecArgs& a, float* ws, int split, int tile) {
-  return ws + (long(split) * ((a.ntiles + 1) & ~1) + tile) * 256;
+  return ws + (long(split) * ((a.ntiles + 1) & ~1) + tile) * 16 * a.tok;
 }
 
 // The lane's sums v of a tile → workspace slot `slot` (tokens < mrows).
@@ -178,8 +181,8 @@ __device__ __forceinline__ void lean_store_slot(const DecArgs& a, float* slot, i
   for (int j = 0; j < MT; ++j) {
     const int tok = j * 8 + 2 * t;
     if (tok < a.mrows) {
-      __stcg(reinterpret_cast<float2*>(slot + g * 16 + tok), make_float2(v[j][0], v[j][1]));
-      __stcg(reinterpret_cast<float2*>(slot + (g + 8) * 16 + tok), make_float2(v[j][2], v[j][3]));
+      __stcg(reinterpret_cast<float2*>(slot + g * a.tok + tok), make_float2(v[j][0], v[j][1]));
+      __stcg(reinterpret_cast<float2*>(slot + (g + 8) * a.tok + tok), make_float2(v[j][2], v[j][3]));
     }
   }
 }
@@ -205,7 +208,7 @@ __device__ __noinline__ void lean_finish_tile(DecArgs a, EpiArgs e, float* ws, i
   // Branch-free: past the last split the loads read split 0's slot (valid, already taken) and
   // are discarded.
   constexpr int KB = 4;
-  const long sstride = long((a.ntiles + 1) & ~1) * 256;
+  const long sstride = long((a.ntiles + 1) & ~1) * 16 * a.tok;
   float* const s00 = lean_slot(a, ws, 0, tile);
   for (int i0 = 0; i0 < a.S; i0 += KB) {
     float2* p[KB];
@@ -220,8 +223,8 @@ __device__ __noinline__ void lean_finish_tile(DecArgs a, EpiArgs e, float* ws, i
     for (int b = 0; b < KB; ++b)
 #pragma unroll
       for (int j = 0; j < MT; ++j) {
-        x[b][j][0] = __ldcg(p[b] + (g * 16 + j * 8 + 2 * t) / 2);
-        x[b][j][1] = __ldcg(p[b] + ((g + 8) * 16 + j * 8 + 2 * t) / 2);
+        x[b][j][0] = __ldcg(p[b] + (g * a.tok + j * 8 + 2 * t) / 2);
+        x[b][j][1] = __ldcg(p[b] + ((g + 8) * a.tok + j * 8 + 2 * t) / 2);
       }
 #pragma unroll
     for (int b = 0; b < KB; ++b)
@@ -236,8 +239,8 @@ __device__ __noinline__ void lean_finish_tile(DecArgs a, EpiArgs e, float* ws, i
     for (int b = 0; b < KB; ++b)  // unused token columns hold zero anyway
 #pragma unroll
       for (int j = 0; j < MT; ++j) {
-        __stcg(p[b] + (g * 16 + j * 8 + 2 * t) / 2, make_float2(0.f, 0.f));
-        __stcg(p[b] + ((g + 8) * 16 + j * 8 + 2 * t) / 2, make_float2(0.f, 0.f));
+        __stcg(p[b] + (g * a.tok + j * 8 + 2 * t) / 2, make_float2(0.f, 0.f));
+        __stcg(p[b] + ((g + 8) * a.tok + j * 8 + 2 * t) / 2, make_float2(0.f, 0.f));
       }
   }
   if (lane == 0) counters[tile] = 0;
@@ -328,7 +331,7 @@ __global__ void __launch_bounds__(NW * 32, BPS)
   // Arrival order: the block's tile sums [block tile][4·MT][32 lanes]. DET: per warp, the
   // partial sums of its first tile begun by an earlier warp (slot 0) and of its last tile
   // continued by a later one (slot 1) [warp][slot][4·MT][32 lanes].
-  float* tacc = xsum + a.gps * 16;
+  float* tacc = xsum + a.gps * a.tok;
   float* wslot = tacc;
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -477,7 +480,7 @@ __global__ void __launch_bounds__(NW * 32, BPS)
     float T[MT][4], xv[MT][2];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
-      const float2 v = lds64f_at(xsp + (gl * 16 + mt * 8) * 4);
+      const float2 v = lds64f_at(xsp + (gl * a.tok + mt * 8) * 4);
       xv[mt][0] = v.x;
       xv[mt][1] = v.y;
 #pragma unroll
@@ -535,32 +538,36 @@ __global__ void __launch_bounds__(NW * 32, BPS)
   }
 }
 
-template <int NW, int BPS, int D, bool DET>
-void fill(const void* (&k)[2][2][2]) {
-  k[0][0][0] = reinterpret_cast<const void*>(&w4_lean_kernel<1, NW, BPS, D, 1, false, DET>);
-  k[0][0][1] = reinterpret_cast<const void*>(&w4_lean_kernel<1, NW, BPS, D, 1, true, DET>);
-  k[0][1][0] = reinterpret_cast<const void*>(&w4_lean_kernel<1, NW, BPS, D, 2, false, DET>);
-  k[0][1][1] = reinterpret_cast<const void*>(&w4_lean_kernel<1, NW, BPS, D, 2, true, DET>);
-  k[1][0][0] = reinterpret_cast<const void*>(&w4_lean_kernel<2, NW, BPS, D, 1, false, DET>);
-  k[1][0][1] = reinterpret_cast<const void*>(&w4_lean_kernel<2, NW, BPS, D, 1, true, DET>);
-  k[1][1][0] = reinterpret_cast<const void*>(&w4_lean_kernel<2, NW, BPS, D, 2, false, DET>);
-  k[1][1][1] = reinterpret_cast<const void*>(&w4_lean_kernel<2, NW, BPS, D, 2, true, DET>);
+template <int MT, int NW, int BPS, int D, bool DET>
+void fill_tiles(const void* (&k)[2][2]) {
+  k[0][0] = reinterpret_cast<const void*>(&w4_lean_kernel<MT, NW, BPS, D, 1, false, DET>);
+  k[0][1] = reinterpret_cast<const void*>(&w4_lean_kernel<MT, NW, BPS, D, 1, true, DET>);
+  k[1][0] = reinterpret_cast<const void*>(&w4_lean_kernel<MT, NW, BPS, D, 2, false, DET>);
+  k[1][1] = reinterpret_cast<const void*>(&w4_lean_kernel<MT, NW, BPS, D, 2, true, DET>);
 }
-template <int NW, int BPS, int D>
+// Kernels for up to 8 · TILES tokens (TILES = 2: m ≤ 16, 4: m ≤ 32).
+template <int TILES, int NW, int BPS, int D>
 void fill(LeanKernels& r) {
-  fill<NW, BPS, D, false>(r.k);
-  fill<NW, BPS, D, true>(r.kd);
+  fill_tiles<1, NW, BPS, D, false>(r.k[0]);
+  fill_tiles<1, NW, BPS, D, true>(r.kd[0]);
+  fill_tiles<2, NW, BPS, D, false>(r.k[1]);
+  fill_tiles<2, NW, BPS, D, true>(r.kd[1]);
+  if constexpr (TILES == 4) {
+    fill_tiles<4, NW, BPS, D, false>(r.k[2]);
+    fill_tiles<4, NW, BPS, D, true>(r.kd[2]);
+  }
 }
 
 }  // namespace
 
-// Kernels of lean variant `i` ([m > 8][group / 64 − 1][asym]; kd: deterministic mode);
-// configurations as listed in the variant table of gemm_decode.cu.
+// Kernels of lean variant `i` ([token tiles][group / 64 − 1][asym]; kd: deterministic mode);
+// configurations as listed in the variant table of gemm_decode.cu. Four token tiles (m ≤ 32)
+// need 12 warps or fewer: their ~150 registers per lane do not fit 16 warps on one SM.
 LeanKernels lean_kernels(int i) {
   LeanKernels r{};
   switch (i) {
-    case 0: fill<16, 1, 8>(r); break;
-    case 1: fill<12, 1, 8>(r); break;
+    case 0: fill<2, 16, 1, 8>(r); break;
+    case 1: fill<4, 12, 1, 8>(r); break;
     default: break;
   }
   return r;

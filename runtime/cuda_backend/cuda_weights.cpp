@@ -258,12 +258,13 @@ void CudaBackend::load_weights() {
   load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Split-K workspace of the INT4 decode GEMM: the largest any weight needs; zeroed once.
   size_t ws_bytes = 0;
-  for (const auto& w : weights_)
-    if (w.kind == DevWeight::kInt4) ws_bytes = std::max(ws_bytes, cuda::w4a16_workspace_bytes(16, w.iw, kopts_));
-  for (const auto& [k, w] : pairs_)
-    if (w.kind == DevWeight::kInt4) ws_bytes = std::max(ws_bytes, cuda::w4a16_workspace_bytes(16, w.iw, kopts_));
-  for (const auto& g : siblings_)
-    if (g.w.kind == DevWeight::kInt4) ws_bytes = std::max(ws_bytes, cuda::w4a16_workspace_bytes(16, g.w.iw, kopts_));
+  auto need = [&](const DevWeight& w) {
+    if (w.kind == DevWeight::kInt4)
+      ws_bytes = std::max(ws_bytes, cuda::w4a16_workspace_bytes(cuda::kDecodeMaxRows, w.iw, kopts_));
+  };
+  for (const auto& w : weights_) need(w);
+  for (const auto& [k, w] : pairs_) need(w);
+  for (const auto& g : siblings_) need(g.w);
   if (ws_bytes) {
     gemm_ws_ = dmalloc(ws_bytes, "INT4 GEMM workspace");
     gemm_ws_bytes_ = ws_bytes;

@@ -143,6 +143,7 @@ void run_case(const Case& c) {
   DevBuf<uint8_t> wsbuf(wsb);
   G4C_CUDA_OK(cudaMemset(wsbuf.p, 0, wsb));
   for (int v = 0; v < cuda::w4a16_decode_num_variants(); ++v) {
+    if (c.m > cuda::w4a16_decode_variant_info(v).max_m) continue;  // the 16-warp variant: m <= 16
     for (cuda::DecodeTuning tu : tunings) {
       tu.variant = v;
       for (int rep = 0; rep < 2; ++rep) {  // twice: counters and partial sums must reset
@@ -173,6 +174,8 @@ TEST(GpuW4Decode, ShapesSymAsym) {
   run_case({5, 512, 1000, 128, false, false, Epilogue::Store});
   run_case({16, 96, 3840, 128, true, false, Epilogue::Store});   // two n8 token tiles
   run_case({9, 48, 776, 64, false, true, Epilogue::ResidualAdd});
+  run_case({17, 96, 3840, 128, true, false, Epilogue::Store});   // four n8 token tiles, 15 idle rows
+  run_case({32, 520, 1000, 128, false, true, Epilogue::ResidualAdd});  // four full token tiles
 }
 
 TEST(GpuW4Decode, LongK) {
@@ -180,6 +183,7 @@ TEST(GpuW4Decode, LongK) {
   run_case({3, 64, 4096, 128, false, true, Epilogue::Store});
   run_case({8, 130, 15360, 128, true, false, Epilogue::Store});
   run_case({12, 72, 6000, 64, true, true, Epilogue::ResidualAdd});  // G 64, k tail
+  run_case({32, 130, 15360, 128, true, false, Epilogue::Store});
 }
 
 TEST(GpuW4Decode, GateUp) {
@@ -187,6 +191,7 @@ TEST(GpuW4Decode, GateUp) {
   run_case({13, 136, 520, 64, true, true, Epilogue::GeluMul});
   run_case({1, 40, 256, 128, false, false, Epilogue::GeluMul});
   run_case({8, 264, 3840, 128, false, true, Epilogue::GeluMul});
+  run_case({24, 136, 520, 64, true, true, Epilogue::GeluMul});
 }
 
 // Units · blocks per split would pass 2^31 (the kernel's 32-bit range split): the plan takes
@@ -214,20 +219,21 @@ TEST(GpuW4Decode, WideRangeSplit) {
     }
 }
 
-// The runtime shares one workspace (sized w4a16_workspace_bytes(16, ·, its KernelOptions),
+// The runtime shares one workspace (sized w4a16_workspace_bytes(kDecodeMaxRows, ·, its KernelOptions),
 // zeroed once) between all INT4 GEMMs, and the kernels w4a16_gemm dispatches to by shape and
 // mode each must leave it zero for the others. Launches through w4a16_gemm (arrival-order and
 // deterministic mode) and forced small grids of each variant alternate on one workspace; every
 // output is checked and the workspace must end zero.
 TEST(GpuW4Decode, WorkspaceSharedByKernels) {
   G4C_REQUIRE_GPU();
-  const Case ca{8, 130, 15360, 128, true, false, Epilogue::Store};       // many k splits
+  const Case ca{24, 130, 15360, 128, true, false, Epilogue::Store};      // many k splits, 32-token slots
   const Case cb{5, 520, 1000, 128, false, true, Epilogue::ResidualAdd};  // partial tiles
   std::mt19937_64 ra(case_seed(ca)), rb(case_seed(cb));
   Prepared a(ca, ra), b(cb, rb);
   cuda::KernelOptions det;
   det.deterministic = true;  // the runtime sizes its workspace in the mode it runs
-  const size_t wsb = std::max(cuda::w4a16_workspace_bytes(16, a.w, det), cuda::w4a16_workspace_bytes(16, b.w, det));
+  const size_t wsb = std::max(cuda::w4a16_workspace_bytes(cuda::kDecodeMaxRows, a.w, det),
+                              cuda::w4a16_workspace_bytes(cuda::kDecodeMaxRows, b.w, det));
   DevBuf<uint8_t> ws(wsb);
   G4C_CUDA_OK(cudaMemset(ws.p, 0, wsb));
   cuda::DecodeTuning small;
@@ -256,20 +262,21 @@ TEST(GpuW4Decode, WorkspaceSharedByKernels) {
   }
 }
 
-// w4a16_gemm's choice: a valid variant for every m in 1 … 16.
+// w4a16_gemm's choice: a valid variant for every m in 1 … kDecodeMaxRows that runs m rows.
 TEST(GpuW4Decode, DispatchChoice) {
   cuda::Int4Weight q;
   q.n = 4096; q.k = 3840; q.kp = 3840; q.group = 128;
   cuda::Int4Weight gu = q;
   gu.n = 30720;
-  for (int m = 1; m <= 16; ++m)
+  for (int m = 1; m <= cuda::kDecodeMaxRows; ++m)
     for (const cuda::Int4Weight& w : {q, gu})
       for (int sms : {16, 132}) {
         const int v = cuda::w4a16_decode_choice(m, w, sms);
-        EXPECT_TRUE(v >= 0 && v < cuda::w4a16_decode_num_variants()) << m << " " << sms;
+        ASSERT_TRUE(v >= 0 && v < cuda::w4a16_decode_num_variants()) << m << " " << sms;
+        EXPECT_LE(m, cuda::w4a16_decode_variant_info(v).max_m) << m << " " << sms;
       }
   // The measured rule (gemm_decode.cu): the 16-warp lean variant, except m > 8 on the whole GPU
-  // for weights below 10^8 elements (the 12-warp one).
+  // for weights below 10^8 elements (the 12-warp one), and m > 16, which only the 12-warp one runs.
   EXPECT_EQ(cuda::w4a16_decode_choice(1, q, 132), cuda::kDecodeLean16);
   EXPECT_EQ(cuda::w4a16_decode_choice(8, gu, 132), cuda::kDecodeLean16);
   EXPECT_EQ(cuda::w4a16_decode_choice(9, q, 132), cuda::kDecodeLean12);
@@ -279,7 +286,10 @@ TEST(GpuW4Decode, DispatchChoice) {
   down.n = 3840; down.k = down.kp = 15360;
   EXPECT_EQ(cuda::w4a16_decode_choice(16, down, 132), cuda::kDecodeLean12);
   EXPECT_EQ(cuda::w4a16_decode_choice(8, down, 16), cuda::kDecodeLean16);
-  EXPECT_EQ(cuda::w4a16_decode_choice(17, q, 16), -1);
+  EXPECT_EQ(cuda::w4a16_decode_choice(17, q, 16), cuda::kDecodeLean12);
+  EXPECT_EQ(cuda::w4a16_decode_choice(32, gu, 132), cuda::kDecodeLean12);
+  EXPECT_EQ(cuda::w4a16_decode_choice(33, q, 132), -1);  // the tile kernel's
+  EXPECT_EQ(cuda::w4a16_decode_choice(0, q, 132), -1);
 }
 
 // DecodeTuning::whole_tiles = -1 (the default): fixed-order whole-tile ranges on more than 32 SMs
@@ -309,7 +319,7 @@ TEST(GpuW4Decode, WholeTilesRule) {
   EXPECT_FALSE(cuda::w4a16_decode_whole_tiles(1, q, 132, never));
   EXPECT_TRUE(cuda::w4a16_decode_whole_tiles(1, gu, 16, always));
   EXPECT_TRUE(cuda::w4a16_decode_whole_tiles(1, gu, 16, det));
-  EXPECT_FALSE(cuda::w4a16_decode_whole_tiles(17, q, 132, rule));
+  EXPECT_FALSE(cuda::w4a16_decode_whole_tiles(33, q, 132, rule));
 }
 
 // Programmatic dependent launch: the GEMM may start while the kernel before it runs, and must
@@ -359,7 +369,8 @@ TEST(GpuW4Decode, LeanDeterministicModeIsBitwiseReproducible) {
   const Case cases[] = {{16, 96, 3840, 128, true, false, Epilogue::Store},
                         {8, 130, 15360, 128, true, false, Epilogue::Store},
                         {1, 520, 1000, 128, false, true, Epilogue::ResidualAdd},
-                        {12, 72, 6000, 64, true, true, Epilogue::GeluMul}};
+                        {12, 72, 6000, 64, true, true, Epilogue::GeluMul},
+                        {32, 130, 15360, 128, true, false, Epilogue::Store}};
   const cuda::DecodeTuning tunings[] = {tuning(0, 0, true), tuning(3, 0, true), tuning(2, 4096, true),
                                         tuning(40, 8192, true)};
   for (const Case& c : cases) {
@@ -371,6 +382,7 @@ TEST(GpuW4Decode, LeanDeterministicModeIsBitwiseReproducible) {
     G4C_CUDA_OK(cudaMemset(wsbuf.p, 0, wsb));
     for (int v = 0; v < cuda::w4a16_decode_num_variants(); ++v)
       for (cuda::DecodeTuning tu : tunings) {
+        if (c.m > cuda::w4a16_decode_variant_info(v).max_m) continue;
         tu.variant = v;
         std::vector<bf16> first;
         int differing = 0;
@@ -391,7 +403,7 @@ TEST(GpuW4Decode, LeanDeterministicModeIsBitwiseReproducible) {
         EXPECT_EQ(differing, 0) << "runs differing from the first: variant " << v << " sms " << tu.sms << " xcap "
                                 << tu.xcap;
         // The same runs in the default (arrival-order) mode, for the record: how often it differs.
-        if (v != cuda::kDecodeLean16) continue;
+        if (v != cuda::w4a16_decode_choice(c.m, p.w, 16)) continue;
         tu.deterministic = false;
         tu.whole_tiles = 0;
         int arrival_differing = 0;
@@ -402,8 +414,8 @@ TEST(GpuW4Decode, LeanDeterministicModeIsBitwiseReproducible) {
           if (rep == 0) first = y;
           else arrival_differing += std::memcmp(y.data(), first.data(), y.size() * sizeof(bf16)) != 0;
         }
-        std::printf("[ measured ] %s lean16 sms %d xcap %d: arrival-order mode, %d of 11 runs differ from the first\n",
-                    case_name(c).c_str(), tu.sms, tu.xcap, arrival_differing);
+        std::printf("[ measured ] %s variant %d sms %d xcap %d: arrival-order mode, %d of 11 runs differ from the first\n",
+                    case_name(c).c_str(), v, tu.sms, tu.xcap, arrival_differing);
       }
   }
 }
@@ -415,14 +427,20 @@ TEST(GpuW4Decode, RejectsBadArguments) {
   const cuda::DecodeTuning modes[] = {tuning(0, 0), tuning(0, 0, true)};
   DevBuf<uint8_t> ws(workspace_all(w, modes));
   cuda::GemmOut o;
-  EXPECT_EQ(cuda::w4a16_decode(nullptr, 17, 128, w, Epilogue::Store, o, ws.p, ws.bytes(), {}, nullptr),
+  EXPECT_EQ(cuda::w4a16_decode(nullptr, cuda::kDecodeMaxRows + 1, 128, w, Epilogue::Store, o, ws.p, ws.bytes(), {},
+                               nullptr),
             cudaErrorInvalidValue);
-  // 4 bytes short of the variant's workspace (at m = 16 its need is the bound: the most k splits).
+  cuda::DecodeTuning lean16;
+  lean16.variant = cuda::kDecodeLean16;  // runs at most 16 rows
+  EXPECT_EQ(cuda::w4a16_decode(nullptr, 17, 128, w, Epilogue::Store, o, ws.p, ws.bytes(), lean16, nullptr),
+            cudaErrorInvalidValue);
+  // 4 bytes short of the variant's workspace (at its max_m the need is the bound: the most k
+  // splits, the widest slots).
   for (int v : {cuda::kDecodeLean16, cuda::kDecodeLean12})
     for (bool det : {false, true}) {
       cuda::DecodeTuning t = tuning(0, 0, det);
       t.variant = v;
-      EXPECT_EQ(cuda::w4a16_decode(nullptr, 16, 128, w, Epilogue::Store, o, ws.p,
+      EXPECT_EQ(cuda::w4a16_decode(nullptr, cuda::w4a16_decode_variant_info(v).max_m, 128, w, Epilogue::Store, o, ws.p,
                                    cuda::w4a16_decode_workspace_bytes(w, t) - 4, t, nullptr),
                 cudaErrorInvalidValue) << v << " " << det;
     }
