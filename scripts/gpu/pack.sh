@@ -8,7 +8,7 @@
 #             g4c_bench_decode g4c_bench_stream g4c_bench_cudart g4c_device_flags_test")
 #             (stripped, xz-compressed: test.sh / bench.sh unpack them)
 #   lib/      the shared libraries g4c links from Debian: cpp-httplib, OpenSSL, zlib, brotli (xz)
-#   python/   the Python module (g4c/), built for the Python the GPU host runs: $G4C_PACK_PYTHON
+#   python/   the Python module (g4c/, its extension xz-compressed), built for the Python the GPU host runs: $G4C_PACK_PYTHON
 #             (e.g. a python3.12 with its headers; its own build folder BUILD_DIR-py, mostly
 #             ccache hits), else BUILD_DIR's python3 (test.sh fails the module's tests, naming
 #             both versions, when they differ)
@@ -87,9 +87,9 @@ done
 if [ "${G4C_PACK_NO_PYTHON:-0}" != 1 ]; then
   mkdir -p "$OUT/python"
   cp -r "$PB/python/g4c" "$OUT/python/"
-  grep '^Python_EXECUTABLE:' "$PB/CMakeCache.txt" | cut -d= -f2 |
-    xargs -I{} {} -c 'import sys; print("%d.%d" % sys.version_info[:2])' > "$OUT/python/VERSION"
-  find "$OUT/python" -name "*.so" -exec strip {} \;
+  py=$(grep '^Python_EXECUTABLE:' "$PB/CMakeCache.txt" | cut -d= -f2)
+  "$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])' > "$OUT/python/VERSION"
+  find "$OUT/python" -name "*.so" -exec strip {} \; -exec xz -9 -T2 {} \;
   find "$OUT/python" -name "__pycache__" -prune -exec rm -rf {} \;
 fi
 cp "$ROOT/tests/python/test_engine.py" "$ROOT/tests/python/conftest.py" "$OUT/tests/"

@@ -74,7 +74,8 @@ else
     echo "module built for Python $want, this host runs $have (pack with G4C_PACK_PYTHON)" | tee "$LOG/python.log"
     ROWS+=("$(printf '%-44s %-5s %6s %6s  %s' python FAIL - - "module for Python $want, host $have")"); FAILED=1
   else
-    (cd "$W" && PYTHONPATH=$P/python timeout "$TO" \
+    cp -r "$P/python" "$W/python" && find "$W/python" -name "*.so.xz" -exec xz -d {} \;
+    (cd "$W" && PYTHONPATH=$W/python timeout "$TO" \
       python3 -m pytest -q -p no:cacheprovider -rs -k cuda "$P/tests/test_engine.py") > "$LOG/python.log" 2>&1
     rc=$?
     tail -5 "$LOG/python.log"
