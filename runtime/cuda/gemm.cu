@@ -14,35 +14,34 @@ using namespace detail;
 
 namespace {
 
-// ------------------------------------------------------------------ tile kernel (tensor cores)
+// ------------------------------------------------------------------ BF16 tile kernel (tensor cores)
 // Block tile BN weight rows × BT tokens × 64 k, STAGES-deep cp.async pipeline. Warp tile
-// MI·16 rows × NI·8 tokens. Y^T = W·X^T: A = weight rows (INT4: dequantized from the repacked
-// fragments; BF16: ldmatrix from a swizzled smem tile), B = activation rows via ldmatrix.
-template <bool INT4, int WN, int WT, int MI, int NI, int STAGES>
+// MI·16 rows × NI·8 tokens. Y^T = W·X^T: A = weight rows by ldmatrix from a swizzled smem tile,
+// B = activation rows via ldmatrix.
+template <int WN, int WT, int MI, int NI, int STAGES>
 struct TileCfg {
   static constexpr int kThreads = WN * WT * 32;
   static constexpr int BN = WN * MI * 16;
   static constexpr int BT = WT * NI * 8;
-  static constexpr int kXStage = BT * 64 * 2;                   // bytes
-  static constexpr int kAStage = INT4 ? BN * 32 : BN * 64 * 2;  // bytes
+  static constexpr int kXStage = BT * 64 * 2;  // bytes
+  static constexpr int kAStage = BN * 64 * 2;  // bytes
   static constexpr int kStage = kXStage + kAStage;
   static constexpr int kSmem = kStage * STAGES;
 };
 
 __device__ __forceinline__ int swz(int row, int chunk) { return row * 64 + ((chunk ^ (row & 7)) << 3); }
 
-template <bool INT4, int WN, int WT, int MI, int NI, int STAGES>
+template <int WN, int WT, int MI, int NI, int STAGES>
 __global__ void __launch_bounds__(WN* WT * 32)
-    tile_gemm_kernel(const bf16* __restrict__ x, int ldx, Int4Weight w4, Bf16Weight wb, EpiArgs e) {
-  using C = TileCfg<INT4, WN, WT, MI, NI, STAGES>;
+    tile_gemm_kernel(const bf16* __restrict__ x, int ldx, Bf16Weight wb, EpiArgs e) {
+  using C = TileCfg<WN, WT, MI, NI, STAGES>;
   static_assert(NI % 2 == 0, "NI even (x4 ldmatrix covers two token tiles)");
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  const int K = INT4 ? w4.k : wb.k;
-  const int kc_n = INT4 ? w4.kp / 64 : (K + 63) / 64;
+  const int K = wb.k;
+  const int kc_n = (K + 63) / 64;
   const int n0 = blockIdx.x * C::BN;
   const int tok0 = blockIdx.y * C::BT;
   const int tid = threadIdx.x;
-  const int ntiles = INT4 ? (w4.n + 15) / 16 : 0;
 
   auto load_stage = [&](int stage, int kc) {
     unsigned char* base = smem_raw + stage * C::kStage;
@@ -54,25 +53,13 @@ __global__ void __launch_bounds__(WN* WT * 32)
       const bf16* src = ok ? x + long(tok) * ldx + k : x;
       cp_async16(xs + swz(r, ch), src, ok ? 16 : 0);
     }
-    if constexpr (INT4) {
-      unsigned char* as = base + C::kXStage;
-      for (int i = tid; i < C::BN * 2; i += C::kThreads) {
-        const int tt = i >> 5, lane = i & 31;
-        const int tile = n0 / 16 + tt;
-        const bool ok = tile < ntiles;
-        const uint4* src = static_cast<const uint4*>(w4.qweight) +
-                           (ok ? (long(tile) * kc_n + kc) * 32 + lane : 0);
-        cp_async16(as + i * 16, src, ok ? 16 : 0);
-      }
-    } else {
-      bf16* as = reinterpret_cast<bf16*>(base + C::kXStage);
-      for (int i = tid; i < C::BN * 8; i += C::kThreads) {
-        const int r = i >> 3, ch = i & 7;
-        const int row = n0 + r, k = kc * 64 + ch * 8;
-        const bool ok = row < wb.n && k < K;
-        const bf16* src = ok ? wb.w + long(row) * wb.ldw + k : wb.w;
-        cp_async16(as + swz(r, ch), src, ok ? 16 : 0);
-      }
+    bf16* as = reinterpret_cast<bf16*>(base + C::kXStage);
+    for (int i = tid; i < C::BN * 8; i += C::kThreads) {
+      const int r = i >> 3, ch = i & 7;
+      const int row = n0 + r, k = kc * 64 + ch * 8;
+      const bool ok = row < wb.n && k < K;
+      const bf16* src = ok ? wb.w + long(row) * wb.ldw + k : wb.w;
+      cp_async16(as + swz(r, ch), src, ok ? 16 : 0);
     }
   };
 
@@ -90,7 +77,6 @@ __global__ void __launch_bounds__(WN* WT * 32)
     if (s < kc_n) load_stage(s, s);
     cp_async_commit();
   }
-  const int ngroups = INT4 ? w4.kp / w4.group : 1;
   for (int kc = 0; kc < kc_n; ++kc) {
     cp_async_wait<STAGES - 2>();
     __syncthreads();
@@ -101,39 +87,15 @@ __global__ void __launch_bounds__(WN* WT * 32)
     }
     const unsigned char* base = smem_raw + (kc % STAGES) * C::kStage;
     const bf16* xs = reinterpret_cast<const bf16*>(base);
-    uint4 aw[MI];
-    bf162 zlo[MI], zhi[MI], slo[MI], shi[MI];
-    if constexpr (INT4) {
-      const int gi = kc * 64 / w4.group;
-#pragma unroll
-      for (int i = 0; i < MI; ++i) {
-        const int tl = wn * MI + i;
-        aw[i] = reinterpret_cast<const uint4*>(base + C::kXStage)[tl * 32 + lane];
-        const int tile = min(n0 / 16 + tl, ntiles - 1);
-        const long so = (long(tile) * ngroups + gi) * 16 + 2 * g;
-        const bf162 s2 = *reinterpret_cast<const bf162*>(w4.scales + so);
-        slo[i] = __low2bfloat162(s2);
-        shi[i] = __high2bfloat162(s2);
-        const uint32_t zw = w4.zeros ? *reinterpret_cast<const uint16_t*>(w4.zeros + so) : 0x0808u;
-        const float z0 = float(zw & 0xFF), z1 = float(zw >> 8);
-        zlo[i] = __float2bfloat162_rn(128.f + z0);
-        zhi[i] = __float2bfloat162_rn(128.f + z1);
-      }
-    }
+    const bf16* as = reinterpret_cast<const bf16*>(base + C::kXStage);
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) {
       uint32_t a[MI][4];
 #pragma unroll
       for (int i = 0; i < MI; ++i) {
-        if constexpr (INT4) {
-          const uint32_t word = ks == 0 ? aw[i].x : ks == 1 ? aw[i].y : ks == 2 ? aw[i].z : aw[i].w;
-          dequant8(word, zlo[i], zhi[i], slo[i], shi[i], a[i]);
-        } else {
-          const bf16* as = reinterpret_cast<const bf16*>(base + C::kXStage);
-          const int q = lane >> 3;
-          const int r = (wn * MI + i) * 16 + (q & 1) * 8 + (lane & 7);
-          ldmatrix_x4(a[i], as + swz(r, ks * 2 + (q >> 1)));
-        }
+        const int q = lane >> 3;
+        const int r = (wn * MI + i) * 16 + (q & 1) * 8 + (lane & 7);
+        ldmatrix_x4(a[i], as + swz(r, ks * 2 + (q >> 1)));
       }
 #pragma unroll
       for (int p = 0; p < NI / 2; ++p) {
@@ -170,18 +132,16 @@ __global__ void __launch_bounds__(WN* WT * 32)
   }
 }
 
-template <bool INT4, int WN, int WT, int MI, int NI, int STAGES>
-cudaError_t launch_tile(const bf16* x, int ldx, const Int4Weight& w4, const Bf16Weight& wb,
-                        const EpiArgs& e, cudaStream_t stream) {
-  using C = TileCfg<INT4, WN, WT, MI, NI, STAGES>;
-  auto kern = tile_gemm_kernel<INT4, WN, WT, MI, NI, STAGES>;
+template <int WN, int WT, int MI, int NI, int STAGES>
+cudaError_t launch_tile(const bf16* x, int ldx, const Bf16Weight& wb, const EpiArgs& e, cudaStream_t stream) {
+  using C = TileCfg<WN, WT, MI, NI, STAGES>;
+  auto kern = tile_gemm_kernel<WN, WT, MI, NI, STAGES>;
   // Once per instantiation (process-wide; one device assumed).
   static const cudaError_t attr =
       cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
   if (attr != cudaSuccess) return attr;
-  const int n = INT4 ? ((w4.n + 15) / 16) * 16 : wb.n;
-  dim3 grid((n + C::BN - 1) / C::BN, (e.m + C::BT - 1) / C::BT);
-  kern<<<grid, C::kThreads, C::kSmem, stream>>>(x, ldx, w4, wb, e);
+  dim3 grid((wb.n + C::BN - 1) / C::BN, (e.m + C::BT - 1) / C::BT);
+  kern<<<grid, C::kThreads, C::kSmem, stream>>>(x, ldx, wb, e);
   return cudaGetLastError();
 }
 
@@ -272,7 +232,7 @@ DecodeTuning decode_tuning(const KernelOptions& ko) {
 int gemm_stream_sms(cudaStream_t stream) { return stream_sms(stream); }
 
 size_t w4a16_workspace_bytes(int m, const Int4Weight& w, const KernelOptions& ko) {
-  if (m > kDecodeMaxRows) return 0;
+  if (m >= 64) return 0;
   return w4a16_decode_workspace_bytes(w, decode_tuning(ko));  // gemm_decode.cu
 }
 
@@ -291,17 +251,27 @@ cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilo
     const RsPlan plan = rs_plan(m, w.n, w.kp, sms);
     return launch_rs_int4(x, ldx, w, e, plan.bt, sms, plan.ks, stream);
   }
-  // Warps 4 (rows) × 2 (tokens): each INT4 fragment is dequantized by 2 warps, not 4.
-  return launch_tile<true, 4, 2, 2, 8, 4>(x, ldx, w, Bf16Weight{}, e, stream);
+  // 32 < m < 64: two decode passes of ⌈m/2⌉ and ⌊m/2⌋ rows (each reads the weights once; the
+  // second's kernels start after the first's, which left the workspace zero).
+  const int m0 = (m + 1) / 2;
+  DecodeTuning t = decode_tuning(ko);
+  t.variant = w4a16_decode_choice(m0, w, stream_sms(stream));
+  cudaError_t err = w4a16_decode(x, m0, ldx, w, ep, out, workspace, workspace_bytes, t, stream);
+  if (err != cudaSuccess) return err;
+  const size_t ysize = ep == Epilogue::SoftcapF32 ? sizeof(float) : sizeof(bf16);
+  GemmOut rest = out;
+  rest.y = static_cast<unsigned char*>(out.y) + size_t(m0) * out.ldy * ysize;
+  if (out.residual) rest.residual = out.residual + size_t(m0) * out.ldr;
+  return w4a16_decode(x + size_t(m0) * ldx, m - m0, ldx, w, ep, rest, workspace, workspace_bytes, t, stream);
 }
 
 cudaError_t bf16_gemm(const bf16* x, int m, int ldx, const Bf16Weight& w, Epilogue ep,
                       const GemmOut& out, cudaStream_t stream) {
   EpiArgs e{int(ep), out, w.n, m};
   if (m <= 0) return cudaSuccess;
-  if (m <= 16) return launch_tile<false, 4, 1, 2, 2, 4>(x, ldx, Int4Weight{}, w, e, stream);
+  if (m <= 16) return launch_tile<4, 1, 2, 2, 4>(x, ldx, w, e, stream);
   if (m >= 64) return launch_wgmma_bf16(x, ldx, w, e, wgmma_tile(m, w.n, w.k), stream);
-  return launch_tile<false, 2, 4, 4, 4, 3>(x, ldx, Int4Weight{}, w, e, stream);
+  return launch_tile<2, 4, 4, 4, 3>(x, ldx, w, e, stream);
 }
 
 }  // namespace g4c::cuda

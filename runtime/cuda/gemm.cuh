@@ -87,11 +87,11 @@ struct GemmOut {
 // The most rows w4a16_gemm runs through the weight-streaming decode kernels.
 constexpr int kDecodeMaxRows = 32;
 
-// Workspace for the decode path (m ≤ kDecodeMaxRows): the streaming kernels' fp32 partials and
-// tile counters (gemm_decode.cuh); size a shared workspace with m = kDecodeMaxRows and the
-// options the launches use (deterministic mode needs more). It must be ZERO the first time it is used (cudaMemset
-// once); the kernels leave it zero. One workspace must not be used by two launches running
-// concurrently (different streams).
+// Workspace for the decode path (m < 64): the streaming kernels' fp32 partials and tile
+// counters (gemm_decode.cuh); size a shared workspace with m = kDecodeMaxRows and the options the
+// launches use (deterministic mode needs more). It must be ZERO the first time it is used
+// (cudaMemset once); the kernels leave it zero. One workspace must not be used by two launches
+// running concurrently (different streams).
 size_t w4a16_workspace_bytes(int m, const Int4Weight& w, const KernelOptions& ko = {});
 
 // x: bf16 [m, ldx] (ldx % 8 == 0, 16-byte aligned), first w.k columns used.
@@ -103,7 +103,7 @@ size_t w4a16_workspace_bytes(int m, const Int4Weight& w, const KernelOptions& ko
 // dequantize their fragments in registers and issue wgmma with A from registers; persistent
 // grid of one block per SM of the stream (green context aware); 128 rows × 256 or 128 tokens per
 // tile, split-K over 2 or 4 blocks by shape).
-// 32 < m < 64: the mma.sync tile kernel (128×128, INT4 dequantized in registers).
+// 32 < m < 64: two passes of the decode kernels (⌈m/2⌉ rows, then the rest).
 // Returns cudaSuccess or the launch error.
 cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilogue ep,
                        const GemmOut& out, void* workspace, size_t workspace_bytes,

@@ -149,7 +149,10 @@ void prefill_cases() {
   run_int4({77, 300, 776, 128, true, true, Epilogue::ResidualAdd}, kInt4Bound);  // m, n tails
   run_int4({130, 1024, 2048, 128, false, true, Epilogue::Store}, kInt4Bound);
   run_int4({17, 64, 200, 64, false, false, Epilogue::Store}, kInt4Bound);       // decode kernel, 32-token tiles
-  run_int4({33, 64, 200, 64, false, false, Epilogue::Store}, kInt4Bound);       // smallest tile-kernel m
+  // 32 < m < 64: two decode passes (rows 0 … ⌈m/2⌉ − 1, then the rest: y and residual offsets)
+  run_int4({33, 64, 200, 64, false, false, Epilogue::Store}, kInt4Bound);
+  run_int4({48, 300, 776, 128, true, true, Epilogue::ResidualAdd}, kInt4Bound);
+  run_int4({63, 136, 520, 64, true, false, Epilogue::GeluMul}, kGeluBound);
   run_int4({200, 264, 1024, 64, true, false, Epilogue::GeluMul}, kGeluBound);
   run_int4({64, 136, 328, 64, false, true, Epilogue::Store}, kInt4Bound);       // m = 64 exactly
   run_int4({300, 160, 8200, 128, true, false, Epilogue::Store}, kInt4Bound);    // long k
