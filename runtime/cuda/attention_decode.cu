@@ -64,29 +64,37 @@ struct CoopLoader {
   }
   // The FP8 form (KvCache::k8): the same chunks, each from 8 codes (8-byte units: the same
   // offsets) and its row's scale (slot · hkv = o / (D/8), from the kv head's scale sk / sv in
-  // slot 0). Synchronous: K's loads, then its conversions and stores, then V's.
-  __device__ __forceinline__ void load_f8(uint32_t ks, uint32_t vdelta, const uint8_t* kb, const uint8_t* vb,
-                                          const float* sk, const float* sv, const uint32_t* off) const {
-    constexpr int NP = kBK / RPP;
+  // slot 0), in two halves: fetch_f8 issues the loads of K and V into registers, store_f8
+  // converts them and writes the stage, so a tile's loads are in flight while the tile before
+  // it is computed.
+  static constexpr int NP = kBK / RPP;  // rows per thread
+  struct F8Regs {
+    uint2 c[2][NP];  // [K, V][row pass]: 8 codes
+    float f[2][NP];  // their rows' scales
+  };
+  __device__ __forceinline__ void fetch_f8(F8Regs& r, const uint8_t* kb, const uint8_t* vb, const float* sk,
+                                           const float* sv, const uint32_t* off) const {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const uint2* c8 = reinterpret_cast<const uint2*>(h ? vb : kb) + c16;
       const float* sc = h ? sv : sk;
-      uint2 c[NP];
-      float f[NP];
 #pragma unroll
       for (int p = 0; p < NP; ++p) {
         const uint32_t o = off[p * RPP + rsub];
-        c[p] = ld_cg_u2(c8 + o);
-        f[p] = ld_cg_f32(sc + o / uint32_t(D / 8));
+        r.c[h][p] = ld_cg_u2(c8 + o);
+        r.f[h][p] = ld_cg_f32(sc + o / uint32_t(D / 8));
       }
+    }
+  }
+  __device__ __forceinline__ void store_f8(const F8Regs& r, uint32_t ks, uint32_t vdelta) const {
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
 #pragma unroll
       for (int p = 0; p < NP; ++p) {
         const int kr0 = p * RPP;
         const uint32_t sa = ks + so[RPP == 4 ? (kr0 >> 2) & 1 : 0] + uint32_t(kr0 * D * 2) + (h ? vdelta : 0u);
-        st_shared_v4(sa, fp8x8_to_bf16(c[p], f[p]));
+        st_shared_v4(sa, fp8x8_to_bf16(r.c[h][p], r.f[h][p]));
       }
-    }
   }
 };
 
@@ -155,13 +163,22 @@ __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArg
   const bf16* vbase = a.kv.v + long(hk) * D;
   const CoopLoader<D, kThreads> loader(tid);
   const uint32_t ks_addr = smem_u32(ks0), v_delta = smem_u32(vs0) - ks_addr;
+  // FP8: tile i's codes and scales → registers (f8_fetch), converted into stage i % NST (f8_store).
+  using F8Regs = typename CoopLoader<D, kThreads>::F8Regs;
+  auto f8_fetch = [&](F8Regs& rg, int i) {
+    loader.fetch_f8(rg, a.kv.k8 + long(hk) * D, a.kv.v8 + long(hk) * D, a.kv.k_scale + hk, a.kv.v_scale + hk,
+                    sslot[i % NST]);
+  };
+  auto f8_store = [&](const F8Regs& rg, int i) { loader.store_f8(rg, ks_addr + uint32_t((i % NST) * C::kK), v_delta); };
+  // Tile i's K/V into stage i % NST: BF16 by cp.async; FP8 loaded and converted here (the prologue).
   auto load_kv = [&](int i) {
-    const int st = i % NST;
-    if constexpr (F8)
-      loader.load_f8(ks_addr + uint32_t(st * C::kK), v_delta, a.kv.k8 + long(hk) * D, a.kv.v8 + long(hk) * D,
-                     a.kv.k_scale + hk, a.kv.v_scale + hk, sslot[st]);
-    else
-      loader.load(ks_addr + uint32_t(st * C::kK), v_delta, kbase, vbase, sslot[st]);
+    if constexpr (F8) {
+      F8Regs rg;
+      f8_fetch(rg, i);
+      f8_store(rg, i);
+    } else {
+      loader.load(ks_addr + uint32_t((i % NST) * C::kK), v_delta, kbase, vbase, sslot[i % NST]);
+    }
   };
 
   const int warp = tid >> 5, lane = tid & 31;
@@ -203,7 +220,14 @@ __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArg
   for (int i = 0; i < NST - 1; ++i) cp_async_commit();
   for (int i = 0; i < n; ++i) {
     const int tile = t_lo + i, st = i % NST;
-    if (i + NST - 1 < n) load_kv(i + NST - 1);  // into the stage tile i − 1 used (barrier below)
+    // Tile i + NST − 1 into the stage tile i − 1 used (free after the barrier that ended its
+    // iteration). FP8: its loads go out now and land in the stage after tile i's math (below).
+    const bool ahead = i + NST - 1 < n;
+    [[maybe_unused]] F8Regs pre;
+    if (ahead) {
+      if constexpr (F8) f8_fetch(pre, i + NST - 1);
+      else load_kv(i + NST - 1);
+    }
     cp_async_commit();
     cp_async_wait<NST - 1>();
     __syncthreads();
@@ -315,6 +339,9 @@ __global__ void __launch_bounds__(NW * 32) attn_decode_coop_kernel(const AttnArg
         mma_bf16(o[nd], pa, b[0], b[1]);
         mma_bf16(o[nd + 1], pa, b[2], b[3]);
       }
+    }
+    if constexpr (F8) {
+      if (ahead) f8_store(pre, i + NST - 1);
     }
     __syncthreads();  // the stage, P and the row maxima are rewritten next tile
   }
