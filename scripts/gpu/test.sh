@@ -10,10 +10,11 @@
 #      (device allocation failures injected at open and mid-run)
 #   4. the Python module's device="cuda" tests (tests/python/test_engine.py -k cuda)
 #   5. compute-sanitizer --tool memcheck over 1 and 2 (G4C_SANITIZER_FILTER: a gtest filter for
-#      both, default all tests)
+#      both, default all tests; the 12B test skips there)
 #
 #   Usage: bash PACKDIR/scripts/test.sh PACKDIR      (or scripts/gpu/test.sh PACKDIR)
-#   Env: OUT (logs and tests.json written there when set), G4C_SKIP_SANITIZER=1,
+#   Env: OUT (logs and tests.json written there when set), G4C_12B_INT4 (a synthetic 12B INT4
+#        checkpoint; synthesized with the pack's g4c when unset), G4C_SKIP_SANITIZER=1,
 #        G4C_SANITIZER_FILTER, G4C_TEST_TIMEOUT (seconds per step, default 900)
 # Exit status: 0 when every row passed, 1 otherwise.
 set -uo pipefail
@@ -59,6 +60,13 @@ gtest() {  # gtest NAME BINARY [args]  (a binary the pack lacks is left out)
 }
 
 gtest kernels g4c_cuda_kernels_test
+# The backend's 12B test (FP8 KV logits against BF16 KV) needs a synthetic Gemma-4-12B INT4:
+# G4C_12B_INT4, else synthesized here with the pack's g4c (seeded, about 10 s and 7.6 GB).
+if [ -z "${G4C_12B_INT4:-}" ] && [ -x "$W/g4c" ]; then
+  echo "== synth 12B INT4 for the backend's 12B test"
+  "$W/g4c" synth --preset gemma4-12b --dtype int4 --group-size 128 --seed 0 -o "$W/12b-int4" --no-progress \
+    > "$LOG/synth_12b.log" 2>&1 && export G4C_12B_INT4=$W/12b-int4 || echo "synth failed (see $LOG/synth_12b.log)"
+fi
 gtest backend g4c_cuda_backend_test
 gtest quant_cuda g4c_quant_cuda_test
 gtest device_flags g4c_device_flags_test
@@ -97,7 +105,7 @@ if [ "${G4C_SKIP_SANITIZER:-0}" != 1 ]; then
       ROWS+=("$(printf '%-44s %-5s %6s %6s  %s' "$name" FAIL - - "compute-sanitizer not found")"); FAILED=1
       continue
     fi
-    timeout "$TO" "$CS" --tool memcheck --leak-check no --error-exitcode 3 \
+    env -u G4C_12B_INT4 timeout "$TO" "$CS" --tool memcheck --leak-check no --error-exitcode 3 \
       "$W/$bin" --gtest_filter="${G4C_SANITIZER_FILTER:-*}" > "$LOG/$name.log" 2>&1
     rc=$?
     grep -E "ERROR SUMMARY|========= (Invalid|Program hit)" "$LOG/$name.log" | head -10

@@ -107,7 +107,7 @@ TEST(CudaBackend, Fp8KvMatchesTheCpuBackend) {
 TEST(CudaBackend, Fp8KvLogitsFollowBf16KvOnThe12b) {
   REQUIRE_GPU();
   const char* dir = std::getenv("G4C_12B_INT4");
-  if (!dir) GTEST_SKIP() << "G4C_12B_INT4 (a synthetic 12B INT4 checkpoint) not set";
+  if (!dir || !*dir) GTEST_SKIP() << "G4C_12B_INT4 (a synthetic 12B INT4 checkpoint) not set";
   std::mt19937 rng(7);
   std::vector<std::vector<int32_t>> prompts;
   for (int n : {300, 1100, 2100}) {
