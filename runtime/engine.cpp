@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 
 #include "models/error.h"
@@ -75,6 +76,8 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, std
 
   std::unique_ptr<Engine> e(new Engine(std::move(*plan), std::move(cfg), o));
   e->window_ = window;
+  for (const auto& g : e->cfg_.layers)
+    if (g.kind == models::LayerKind::Sliding) e->sliding_window_ = std::max(e->sliding_window_, g.window);
   // The window pool is sized by what decoding sequences hold (the window of one token) plus the
   // prefill peak (the window of its chunk; Scheduler::window_need) of as many sequences as one
   // step's token budget can prefill at once.
@@ -218,8 +221,17 @@ SchedulerOptions Engine::scheduler_options() const {
 }
 
 bool Engine::step(Scheduler& sched) {
+  const auto t0 = Scheduler::Clock::now();
   auto chunks = sched.schedule();
   if (chunks.empty()) return false;
+  const bool pure_decode =
+      std::all_of(chunks.begin(), chunks.end(), [](const ScheduledChunk& c) { return c.decode; });
+  int64_t keys = 0, window_keys = 0;
+  if (pure_decode)
+    for (const auto& c : chunks) {
+      keys += c.position + 1;
+      window_keys += sliding_window_ > 0 ? std::min(c.position + 1, sliding_window_) : c.position + 1;
+    }
   BatchDesc batch;
   for (const auto& c : chunks) {
     batch.add_sequence(c.tokens, c.num_tokens, c.position, c.ring_slot, c.blocks, false, c.needs_logits,
@@ -241,6 +253,13 @@ bool Engine::step(Scheduler& sched) {
     if (view.empty()) backend_->read_value(plan_->logits_value(), &step_logits_);
     sched.complete(chunks, view.empty() ? step_logits_.data() : view.data(), cfg_.vocab_size, d,
                    Scheduler::Clock::now());
+  }
+  if (pure_decode) {
+    DecodeBatchStats& b = stats_.decode_by_rows[int(chunks.size())];
+    ++b.steps;
+    b.seconds += std::chrono::duration<double>(Scheduler::Clock::now() - t0).count();
+    b.keys += keys;
+    b.window_keys += window_keys;
   }
   return true;
 }

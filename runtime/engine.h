@@ -24,6 +24,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -70,11 +71,22 @@ struct EngineOptions {
   std::string reference_kv_dtype = "auto";
 };
 
+// Steps whose every row decodes one token (no prompt tokens), for one row count: how many, their
+// wall time (schedule → tokens back on the host) and the keys their rows attend to: Σ (position
+// + 1) in a full-attention layer, and the same capped at the sliding window in a sliding one.
+struct DecodeBatchStats {
+  int64_t steps = 0;
+  double seconds = 0;
+  int64_t keys = 0;
+  int64_t window_keys = 0;
+};
+
 struct RunStats {
   int steps = 0;
   int preemptions = 0;
   int max_running = 0;          // most sequences running in one step
   int64_t tokens_computed = 0;  // tokens fed through the model (prefill + decode + recompute)
+  std::map<int, DecodeBatchStats> decode_by_rows;  // pure decode steps by their row count
 };
 
 class Engine {
@@ -159,6 +171,7 @@ class Engine {
   std::unique_ptr<BlockPool> blocks_;
   std::unique_ptr<BlockPool> window_blocks_;
   int window_ = 0;  // W of the paged sliding layers
+  int sliding_window_ = 0;  // W of the sliding layers (config), 0: none
   std::string batch_reason_;
   RunStats stats_;
   // The logits rows of sampled steps where the backend has no view of them, reused: a fresh

@@ -189,6 +189,7 @@ std::vector<ScheduledChunk> Scheduler::schedule() {
       if (dropped) break;  // s was the last running sequence: nothing after it
       grow(*s, s->computed + 1);
       out.push_back(chunk_of(*s, 1));
+      out.back().decode = !s->generated.empty();
       --budget;
     }
     // Steps 2 and 3 prefill; with decodes in this step, at most mixed_prefill_tokens of them.

@@ -81,6 +81,7 @@ struct ScheduledChunk {
   const BlockTable* blocks = nullptr;
   const BlockTable* window_blocks = nullptr;  // sliding layers' blocks (window pool)
   bool needs_logits = false;  // the last token's logits decide the next token
+  bool decode = false;        // one token of a sequence that has generated before (not prompt)
 };
 
 class Scheduler {

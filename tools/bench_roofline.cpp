@@ -170,6 +170,37 @@ nlohmann::json phase_json(const PhaseWork& w, double elapsed_s, const Ceilings& 
   return j;
 }
 
+PhaseWork decode_batch_work(const models::ModelConfig& cfg, double weight_bytes, const DecodeBatch& b,
+                            const std::vector<double>& kv_token_bytes) {
+  double linear_params = 0;
+  for (const auto& l : models::linear_shapes(cfg)) linear_params += double(l.out) * double(l.in);
+  const double head = double(cfg.hidden_size) * double(cfg.vocab_size);
+  PhaseWork w;
+  w.tokens = b.rows;
+  w.steps = b.steps;
+  w.linear_flops = 2 * (linear_params + head) * double(b.rows);
+  w.weight_bytes = weight_bytes * double(b.steps);
+  for (size_t li = 0; li < cfg.layers.size(); ++li) {
+    const auto& g = cfg.layers[li];
+    const double seen = double(g.kind == models::LayerKind::Sliding ? b.window_keys : b.keys);
+    const double kv = li < kv_token_bytes.size() ? kv_token_bytes[li] : double(g.kv_bytes_per_token());
+    w.attention_flops += 4.0 * cfg.num_q_heads * g.head_dim * seen;
+    w.kv_bytes += kv * (seen + double(b.rows));
+  }
+  return w;
+}
+
+nlohmann::json decode_batch_json(const models::ModelConfig& cfg, double weight_bytes, const DecodeBatch& b,
+                                 const std::vector<double>& kv_token_bytes, const Ceilings& c) {
+  nlohmann::json j = phase_json(decode_batch_work(cfg, weight_bytes, b, kv_token_bytes), b.seconds, c);
+  j["rows_min"] = b.rows_lo;
+  j["rows_max"] = b.rows_hi;
+  j["steps"] = b.steps;
+  j["mean_rows"] = b.steps > 0 ? double(b.rows) / double(b.steps) : 0.0;
+  j["ms_per_step"] = b.steps > 0 ? 1e3 * b.seconds / double(b.steps) : 0.0;
+  return j;
+}
+
 SliceCeilings real_slice_1g10gb() {
   SliceCeilings s;
   s.name = "1g.10gb";

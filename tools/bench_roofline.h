@@ -79,6 +79,22 @@ Ceilings cuda_ceilings(bool emulated);
 // The phase entry of the report: work, elapsed, achieved rates, roofline time and fraction.
 nlohmann::json phase_json(const PhaseWork& w, double elapsed_s, const Ceilings& c);
 
+// Pure decode steps of one batch size range (rows_lo … rows_hi rows), as the engine counts them
+// (runtime::DecodeBatchStats summed over the range): their work is every Linear and the LM head
+// per row, attention over the keys each row sees (keys in full layers, window_keys in sliding
+// ones), the checkpoint's bytes once per step, and K/V: every visible key read and one row written.
+struct DecodeBatch {
+  int rows_lo = 0, rows_hi = 0;
+  int64_t steps = 0, rows = 0;  // steps, and rows over all of them
+  double seconds = 0;
+  int64_t keys = 0, window_keys = 0;
+};
+PhaseWork decode_batch_work(const models::ModelConfig& cfg, double weight_bytes, const DecodeBatch& b,
+                            const std::vector<double>& kv_token_bytes);
+// The report entry: rows, steps, ms per step and phase_json of the range's work and time.
+nlohmann::json decode_batch_json(const models::ModelConfig& cfg, double weight_bytes, const DecodeBatch& b,
+                                 const std::vector<double>& kv_token_bytes, const Ceilings& c);
+
 // A real MIG slice, projected from a run in the emulated one (DESIGN.md §5): the emulation has
 // `emulated_sms` SMs but the whole GPU's HBM bandwidth; the slice has `sms` SMs and a share of
 // the HBM. Ceilings of the real slice: FLOP/s = the emulation's measured rate × sms /

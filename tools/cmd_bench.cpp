@@ -13,6 +13,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "models/config.h"
@@ -110,6 +111,7 @@ struct RunRecord {
   json summary;
   std::vector<runtime::GenerationResult> results;  // in request order
   int64_t steps = 0;
+  std::map<int, runtime::DecodeBatchStats> decode_by_rows;  // this run's pure decode steps
 };
 
 RunRecord run_once(runtime::Engine& engine, const models::Tokenizer* tok, const std::string& jsonl,
@@ -118,6 +120,7 @@ RunRecord run_once(runtime::Engine& engine, const models::Tokenizer* tok, const 
   std::istringstream in(jsonl);
   std::ostringstream out;  // outputs jsonl: not kept
   const int64_t steps0 = engine.stats().steps;
+  const auto by_rows0 = engine.stats().decode_by_rows;
   std::vector<runtime::GenerationResult> done;
   auto s = runtime::serve_jsonl(engine, tok, in, file, out, so,
                                 [&](const runtime::GenerationResult& r) { done.push_back(r); });
@@ -125,6 +128,16 @@ RunRecord run_once(runtime::Engine& engine, const models::Tokenizer* tok, const 
     throw Error(file + ": " + std::to_string(s.failed) + " of " + std::to_string(s.requests) +
                 " requests failed (run `g4c run` on it to see which)");
   rec.steps = engine.stats().steps - steps0;
+  for (const auto& [rows, b] : engine.stats().decode_by_rows) {
+    runtime::DecodeBatchStats d = b;
+    if (const auto it = by_rows0.find(rows); it != by_rows0.end()) {
+      d.steps -= it->second.steps;
+      d.seconds -= it->second.seconds;
+      d.keys -= it->second.keys;
+      d.window_keys -= it->second.window_keys;
+    }
+    if (d.steps > 0) rec.decode_by_rows[rows] = d;
+  }
   rec.summary = std::move(s.json);
   rec.summary["steps"] = rec.steps;
   std::sort(done.begin(), done.end(), [](const auto& a, const auto& b) { return std::stoll(a.id) < std::stoll(b.id); });
@@ -295,6 +308,30 @@ json bench(const BenchArgs& a) {
       "elapsed - prefill elapsed; FLOPs/bytes counted from the config (tools/bench_roofline.h); roofline fraction = "
       "max(FLOPs/peak FLOP/s, bytes/peak B/s) / elapsed";
   rep["checkpoint_bytes"] = bench::checkpoint_bytes(dir);
+  // Pure decode steps of the timed runs by batch size (row ranges 1, 2, 3-4, 5-8, 9-16, 17-32,
+  // 33 and more; rows_min / rows_max: the counts seen in the range): their own measured time and
+  // roofline fraction.
+  json by_batch = json::array();
+  constexpr int kRanges[][2] = {{1, 1}, {2, 2}, {3, 4}, {5, 8}, {9, 16}, {17, 32}, {33, INT_MAX}};
+  for (const auto& [lo, hi] : kRanges) {
+    bench::DecodeBatch b;
+    b.rows_lo = INT_MAX;
+    for (const auto& r : full)
+      for (const auto& [rows, d] : r.decode_by_rows)
+        if (rows >= lo && rows <= hi) {
+          b.rows_lo = std::min(b.rows_lo, rows);
+          b.rows_hi = std::max(b.rows_hi, rows);
+          b.steps += d.steps;
+          b.rows += d.steps * rows;
+          b.seconds += d.seconds;
+          b.keys += d.keys;
+          b.window_keys += d.window_keys;
+        }
+    if (b.steps > 0)
+      by_batch.push_back(bench::decode_batch_json(engine->config(), bench::checkpoint_bytes(dir), b,
+                                                  sched.kv_token_bytes, ceil));
+  }
+  rep["decode_by_batch"] = by_batch;
   if (a.dev.emulate == "1g.10gb") {
     // The emulation has the whole GPU's HBM bandwidth; a real slice has 1/8 of it: project.
     const auto slice = bench::real_slice_1g10gb();
@@ -335,6 +372,19 @@ void run_bench(const BenchArgs& a) {
       f << rep.dump(2) << "\n";
       f.close();
       if (!f) throw Error(a.report + ": write failed (disk full or I/O error): the report is not written");
+    }
+    if (!rep["decode_by_batch"].empty()) {  // before the summary line (scripts read the last line)
+      std::string line = "decode steps by batch (rows: ms per step, roofline):";
+      for (const auto& b : rep["decode_by_batch"]) {
+        const int lo = b["rows_min"], hi = b["rows_max"];
+        char buf[96];
+        std::snprintf(buf, sizeof buf, " %s%s: %.2f ms %.0f%%;", std::to_string(lo).c_str(),
+                      hi > lo ? ("-" + std::to_string(hi)).c_str() : "", b["ms_per_step"].get<double>(),
+                      100 * b["roofline_fraction"].get<double>());
+        line += buf;
+      }
+      line.pop_back();
+      std::fprintf(stderr, "%s\n", line.c_str());
     }
     std::fprintf(stderr, "%s: median %.3f s (min %.3f, max %.3f), %.1f tok/s, roofline prefill %.1f%% decode %.1f%%\n",
                  rep["label"].get<std::string>().c_str(), rep["elapsed_s"]["median"].get<double>(),

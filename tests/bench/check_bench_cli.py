@@ -85,6 +85,20 @@ if case == "report":
     check(close(ph["decode"]["elapsed_s"], max(0.0, e["median"] - pre_med), 1e-6), "decode time = median - prefill")
     check(ph["prefill"]["steps_modelled"] == r["prefill_runs"][0]["steps"], "prefill steps = measured prefill-only steps")
     check(ph["prefill"]["steps_modelled"] + ph["decode"]["steps_modelled"] >= r["runs"][0]["steps"], "steps cover the run")
+    # Pure decode steps by batch size, over the 3 timed runs: ranges in order and disjoint, each
+    # a share of the runs' steps and of their decode tokens; a step's time is part of a run's.
+    db = r["decode_by_batch"]
+    check(len(db) > 0, "decode steps by batch reported")
+    check(all(a["rows_max"] < b["rows_min"] for a, b in zip(db, db[1:])), "batch ranges ordered and disjoint")
+    check(sum(b["steps"] for b in db) <= sum(x["steps"] for x in r["runs"]), "decode steps within the runs' steps")
+    check(sum(b["tokens"] for b in db) <= 3 * (want_gen - len(reqs)), "decode rows within the decode tokens")
+    for b in db:
+        check(b["rows_min"] <= b["mean_rows"] <= b["rows_max"] and b["steps"] > 0, "batch range holds its mean")
+        check(close(b["tokens"], b["mean_rows"] * b["steps"]), "rows = mean rows x steps")
+        check(close(b["ms_per_step"], 1e3 * b["elapsed_s"] / b["steps"]), "ms per step = elapsed / steps")
+        check(0 < b["elapsed_s"] < sum(x["elapsed_s"] for x in r["runs"]), "batch time within the runs' time")
+        t = max(b["flops"] / c["flops_per_s"], b["bytes"] / c["bytes_per_s"])
+        check(close(b["roofline_fraction"], t / b["elapsed_s"]), "batch fraction = roofline/elapsed")
     print(json.dumps({k: r[k] for k in ["elapsed_s", "generated_tokens_per_s", "ttft_s", "tpot_s"]}))
 elif case == "plot":
     rep_path, png = os.path.join(work, "r.json"), os.path.join(work, "r.png")

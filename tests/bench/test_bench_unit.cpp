@@ -81,6 +81,34 @@ TEST(BenchWork, SlidingWindowCapsVisibleKeys) {
   EXPECT_DOUBLE_EQ(m.decode.weight_bytes, 50);
 }
 
+// One batch size's pure decode steps (the engine's DecodeBatchStats summed): 2 steps of 3 rows
+// whose rows see 1098 keys in the full layers and 1056 in the sliding ones (window 128).
+TEST(BenchWork, DecodeBatchByHand) {
+  const auto cfg = models::load_model_config(tiny_dir());
+  bench::DecodeBatch b;
+  b.rows_lo = b.rows_hi = 3;
+  b.steps = 2;
+  b.rows = 6;
+  b.seconds = 0.5;
+  b.keys = 1098;
+  b.window_keys = 1056;
+  const auto w = bench::decode_batch_work(cfg, 1000.0, b, {});
+  EXPECT_EQ(w.tokens, 6);
+  EXPECT_EQ(w.steps, 2);
+  EXPECT_DOUBLE_EQ(w.linear_flops, 2 * (kLinear + kHead) * 6);
+  EXPECT_DOUBLE_EQ(w.attention_flops, 10 * 4 * 4 * 64 * 1056.0 + 2 * 4 * 4 * 128 * 1098.0);
+  // K/V read for every visible key and written for every row: 512 B per token and layer.
+  EXPECT_DOUBLE_EQ(w.kv_bytes, 10 * 512 * (1056.0 + 6) + 2 * 512 * (1098.0 + 6));
+  EXPECT_DOUBLE_EQ(w.weight_bytes, 2000);
+  bench::Ceilings c;
+  c.flops_per_s = 1e12;
+  c.bytes_per_s = 1e9;  // memory-bound here: roofline time = bytes / 1e9
+  const auto j = bench::decode_batch_json(cfg, 1000.0, b, {}, c);
+  EXPECT_DOUBLE_EQ(j["ms_per_step"].get<double>(), 250.0);
+  EXPECT_DOUBLE_EQ(j["mean_rows"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(j["roofline_fraction"].get<double>(), (w.weight_bytes + w.kv_bytes) / 1e9 / 0.5);
+}
+
 TEST(BenchWork, Gemma12BLinearCount) {
   const auto cfg = models::preset("gemma4-12b");
   // sliding layer: 3840·4096 + 2·3840·2048 + 4096·3840 + 3·3840·15360 = 224133120

@@ -271,3 +271,30 @@ TEST(Engine, GptqHooksSeeLinearInputsAndWeightReplacementTakesEffect) {
   e->replace_weight(name, zero);
   EXPECT_GT(max_abs_diff(e->logits(ids), before), 1e-2f);
 }
+
+// RunStats::decode_by_rows counts the steps whose every row decodes: three requests of 100 /
+// 120 / 140 prompt tokens prefilled in one step (token budget 512), then 3 decode steps of 3
+// rows (4 tokens each, the first from the prefill step). Row k (1…3) of a request with prompt P
+// feeds its token at position P + k − 1 and attends to P + k keys; a sliding layer (the tiny
+// model's window: 128) to min(P + k, 128). Sums by hand: keys 3·360 + 3·6 = 1098, window keys
+// 306 + 366 + 384 = 1056.
+TEST(Engine, DecodeStepsByRowsCountStepsAndKeys) {
+  auto e = open_tiny({.max_sequences = 3, .token_budget = 512, .chunk_tokens = 256});
+  std::vector<GenerationRequest> rs;
+  for (int p : {100, 120, 140}) {
+    GenerationRequest r{.id = "r" + std::to_string(p), .max_new_tokens = 4, .ignore_eos = true};
+    r.prompt.push_back(2);
+    for (int i = 1; i < p; ++i) r.prompt.push_back(int32_t(100 + (i * 37 + p) % 5000));
+    rs.push_back(std::move(r));
+  }
+  for (const auto& r : e->generate(rs)) ASSERT_EQ(r.tokens.size(), 4u) << r.id;
+  const auto& by = e->stats().decode_by_rows;
+  ASSERT_EQ(by.size(), 1u);
+  ASSERT_EQ(by.count(3), 1u);
+  const runtime::DecodeBatchStats& b = by.at(3);
+  EXPECT_EQ(b.steps, 3);
+  EXPECT_EQ(b.keys, 1098);
+  EXPECT_EQ(b.window_keys, 1056);
+  EXPECT_GT(b.seconds, 0.0);
+  EXPECT_EQ(e->stats().steps, 4);  // the prefill step and the three decode steps
+}
