@@ -254,13 +254,9 @@ bool Engine::step(Scheduler& sched) {
     sched.complete(chunks, view.empty() ? step_logits_.data() : view.data(), cfg_.vocab_size, d,
                    Scheduler::Clock::now());
   }
-  if (pure_decode) {
-    DecodeBatchStats& b = stats_.decode_by_rows[int(chunks.size())];
-    ++b.steps;
-    b.seconds += std::chrono::duration<double>(Scheduler::Clock::now() - t0).count();
-    b.keys += keys;
-    b.window_keys += window_keys;
-  }
+  if (pure_decode)
+    stats_.decode_by_rows[int(chunks.size())] +=
+        {1, std::chrono::duration<double>(Scheduler::Clock::now() - t0).count(), keys, window_keys};
   return true;
 }
 

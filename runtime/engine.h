@@ -79,6 +79,20 @@ struct DecodeBatchStats {
   double seconds = 0;
   int64_t keys = 0;
   int64_t window_keys = 0;
+  DecodeBatchStats& operator+=(const DecodeBatchStats& o) {
+    steps += o.steps;
+    seconds += o.seconds;
+    keys += o.keys;
+    window_keys += o.window_keys;
+    return *this;
+  }
+  DecodeBatchStats& operator-=(const DecodeBatchStats& o) {
+    steps -= o.steps;
+    seconds -= o.seconds;
+    keys -= o.keys;
+    window_keys -= o.window_keys;
+    return *this;
+  }
 };
 
 struct RunStats {

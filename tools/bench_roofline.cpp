@@ -30,6 +30,19 @@ double visible_sum(const models::LayerGeometry& g, int64_t a, int64_t b) {
   return sl(b) - sl(a);
 }
 
+// Σ out·in over the decoder Linears, and the tied LM head's H·V.
+double linear_params(const models::ModelConfig& cfg) {
+  double n = 0;
+  for (const auto& l : models::linear_shapes(cfg)) n += double(l.out) * double(l.in);
+  return n;
+}
+double head_params(const models::ModelConfig& cfg) { return double(cfg.hidden_size) * double(cfg.vocab_size); }
+
+// K+V bytes of one token in layer li: as the backend holds it when given, else BF16.
+double kv_bytes_of(const models::ModelConfig& cfg, size_t li, const std::vector<double>& kv_token_bytes) {
+  return li < kv_token_bytes.size() ? kv_token_bytes[li] : double(cfg.layers[li].kv_bytes_per_token());
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -45,9 +58,7 @@ double checkpoint_bytes(const std::filesystem::path& model_dir) {
 
 WorkModel count_work(const models::ModelConfig& cfg, double weight_bytes, const std::vector<RequestShape>& requests,
                      const ScheduleShape& sched) {
-  double linear_params = 0;  // Σ out·in over the decoder Linears
-  for (const auto& l : models::linear_shapes(cfg)) linear_params += double(l.out) * double(l.in);
-  const double head = double(cfg.hidden_size) * double(cfg.vocab_size);
+  const double linear = linear_params(cfg), head = head_params(cfg);
   WorkModel m;
   int64_t prompt_total = 0, max_prompt_steps = 0, max_decode_tokens = 0;
   for (const auto& r : requests) {
@@ -58,12 +69,12 @@ WorkModel count_work(const models::ModelConfig& cfg, double weight_bytes, const 
     max_decode_tokens = std::max(max_decode_tokens, D);
     m.prefill.tokens += P;
     m.decode.tokens += D;
-    m.prefill.linear_flops += 2 * linear_params * double(P) + (G > 0 ? 2 * head : 0.0);
-    m.decode.linear_flops += 2 * (linear_params + head) * double(D);
+    m.prefill.linear_flops += 2 * linear * double(P) + (G > 0 ? 2 * head : 0.0);
+    m.decode.linear_flops += 2 * (linear + head) * double(D);
     for (size_t li = 0; li < cfg.layers.size(); ++li) {
       const auto& g = cfg.layers[li];
       const double per_key = 4.0 * cfg.num_q_heads * g.head_dim;
-      const double kv = li < sched.kv_token_bytes.size() ? sched.kv_token_bytes[li] : double(g.kv_bytes_per_token());
+      const double kv = kv_bytes_of(cfg, li, sched.kv_token_bytes);
       m.prefill.attention_flops += per_key * visible_sum(g, 0, P);
       m.decode.attention_flops += per_key * visible_sum(g, P, P + D);
       m.prefill.kv_bytes += kv * double(P) + (P > 0 ? kv * double(visible(g, P - 1)) : 0.0);
@@ -172,18 +183,15 @@ nlohmann::json phase_json(const PhaseWork& w, double elapsed_s, const Ceilings& 
 
 PhaseWork decode_batch_work(const models::ModelConfig& cfg, double weight_bytes, const DecodeBatch& b,
                             const std::vector<double>& kv_token_bytes) {
-  double linear_params = 0;
-  for (const auto& l : models::linear_shapes(cfg)) linear_params += double(l.out) * double(l.in);
-  const double head = double(cfg.hidden_size) * double(cfg.vocab_size);
   PhaseWork w;
   w.tokens = b.rows;
   w.steps = b.steps;
-  w.linear_flops = 2 * (linear_params + head) * double(b.rows);
+  w.linear_flops = 2 * (linear_params(cfg) + head_params(cfg)) * double(b.rows);
   w.weight_bytes = weight_bytes * double(b.steps);
   for (size_t li = 0; li < cfg.layers.size(); ++li) {
     const auto& g = cfg.layers[li];
     const double seen = double(g.kind == models::LayerKind::Sliding ? b.window_keys : b.keys);
-    const double kv = li < kv_token_bytes.size() ? kv_token_bytes[li] : double(g.kv_bytes_per_token());
+    const double kv = kv_bytes_of(cfg, li, kv_token_bytes);
     w.attention_flops += 4.0 * cfg.num_q_heads * g.head_dim * seen;
     w.kv_bytes += kv * (seen + double(b.rows));
   }

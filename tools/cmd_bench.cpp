@@ -130,12 +130,7 @@ RunRecord run_once(runtime::Engine& engine, const models::Tokenizer* tok, const 
   rec.steps = engine.stats().steps - steps0;
   for (const auto& [rows, b] : engine.stats().decode_by_rows) {
     runtime::DecodeBatchStats d = b;
-    if (const auto it = by_rows0.find(rows); it != by_rows0.end()) {
-      d.steps -= it->second.steps;
-      d.seconds -= it->second.seconds;
-      d.keys -= it->second.keys;
-      d.window_keys -= it->second.window_keys;
-    }
+    if (const auto it = by_rows0.find(rows); it != by_rows0.end()) d -= it->second;
     if (d.steps > 0) rec.decode_by_rows[rows] = d;
   }
   rec.summary = std::move(s.json);
@@ -293,7 +288,8 @@ json bench(const BenchArgs& a) {
   for (const auto* l : *engine->plan()->kv())
     if (l->layer() >= 0 && size_t(l->layer()) < sched.kv_token_bytes.size())
       sched.kv_token_bytes[size_t(l->layer())] = double(plan::kv_token_bytes(*l, kv_elem));
-  const auto work = bench::count_work(engine->config(), bench::checkpoint_bytes(dir), shapes, sched);
+  const double ckpt_bytes = bench::checkpoint_bytes(dir);
+  const auto work = bench::count_work(engine->config(), ckpt_bytes, shapes, sched);
   const double pmed = bench::percentile(pel, 50);
   rep["phases"] = {{"prefill", bench::phase_json(work.prefill, pmed, ceil)},
                    {"decode", bench::phase_json(work.decode, std::max(0.0, med - pmed), ceil)}};
@@ -307,13 +303,14 @@ json bench(const BenchArgs& a) {
       "prefill elapsed = median of the prefill runs (same requests, max_new_tokens 1); decode elapsed = median "
       "elapsed - prefill elapsed; FLOPs/bytes counted from the config (tools/bench_roofline.h); roofline fraction = "
       "max(FLOPs/peak FLOP/s, bytes/peak B/s) / elapsed";
-  rep["checkpoint_bytes"] = bench::checkpoint_bytes(dir);
+  rep["checkpoint_bytes"] = ckpt_bytes;
   // Pure decode steps of the timed runs by batch size (row ranges 1, 2, 3-4, 5-8, 9-16, 17-32,
   // 33 and more; rows_min / rows_max: the counts seen in the range): their own measured time and
   // roofline fraction.
   json by_batch = json::array();
   constexpr int kRanges[][2] = {{1, 1}, {2, 2}, {3, 4}, {5, 8}, {9, 16}, {17, 32}, {33, INT_MAX}};
   for (const auto& [lo, hi] : kRanges) {
+    runtime::DecodeBatchStats sum;
     bench::DecodeBatch b;
     b.rows_lo = INT_MAX;
     for (const auto& r : full)
@@ -321,15 +318,15 @@ json bench(const BenchArgs& a) {
         if (rows >= lo && rows <= hi) {
           b.rows_lo = std::min(b.rows_lo, rows);
           b.rows_hi = std::max(b.rows_hi, rows);
-          b.steps += d.steps;
           b.rows += d.steps * rows;
-          b.seconds += d.seconds;
-          b.keys += d.keys;
-          b.window_keys += d.window_keys;
+          sum += d;
         }
-    if (b.steps > 0)
-      by_batch.push_back(bench::decode_batch_json(engine->config(), bench::checkpoint_bytes(dir), b,
-                                                  sched.kv_token_bytes, ceil));
+    if (sum.steps == 0) continue;
+    b.steps = sum.steps;
+    b.seconds = sum.seconds;
+    b.keys = sum.keys;
+    b.window_keys = sum.window_keys;
+    by_batch.push_back(bench::decode_batch_json(engine->config(), ckpt_bytes, b, sched.kv_token_bytes, ceil));
   }
   rep["decode_by_batch"] = by_batch;
   if (a.dev.emulate == "1g.10gb") {

@@ -239,25 +239,20 @@ size_t w4a16_workspace_bytes(int m, const Int4Weight& w, const KernelOptions& ko
 cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilogue ep,
                        const GemmOut& out, void* workspace, size_t workspace_bytes,
                        cudaStream_t stream, const KernelOptions& ko) {
-  EpiArgs e{int(ep), out, w.n, m};
   if (m <= 0) return cudaSuccess;
-  if (m <= kDecodeMaxRows) {
-    DecodeTuning t = decode_tuning(ko);
-    t.variant = w4a16_decode_choice(m, w, stream_sms(stream));
-    return w4a16_decode(x, m, ldx, w, ep, out, workspace, workspace_bytes, t, stream);
-  }
   if (m >= 64) {
     const int sms = stream_sms(stream);
     const RsPlan plan = rs_plan(m, w.n, w.kp, sms);
-    return launch_rs_int4(x, ldx, w, e, plan.bt, sms, plan.ks, stream);
+    return launch_rs_int4(x, ldx, w, EpiArgs{int(ep), out, w.n, m}, plan.bt, sms, plan.ks, stream);
   }
-  // 32 < m < 64: two decode passes of ⌈m/2⌉ and ⌊m/2⌋ rows (each reads the weights once; the
-  // second's kernels start after the first's, which left the workspace zero).
-  const int m0 = (m + 1) / 2;
+  // Decode kernels: one pass up to kDecodeMaxRows rows; 32 < m < 64 in two passes of ⌈m/2⌉ and
+  // ⌊m/2⌋ rows (each reads the weights once; the second's kernels start after the first's, which
+  // left the workspace zero).
+  const int m0 = m <= kDecodeMaxRows ? m : (m + 1) / 2;
   DecodeTuning t = decode_tuning(ko);
   t.variant = w4a16_decode_choice(m0, w, stream_sms(stream));
   cudaError_t err = w4a16_decode(x, m0, ldx, w, ep, out, workspace, workspace_bytes, t, stream);
-  if (err != cudaSuccess) return err;
+  if (err != cudaSuccess || m0 == m) return err;
   const size_t ysize = ep == Epilogue::SoftcapF32 ? sizeof(float) : sizeof(bf16);
   GemmOut rest = out;
   rest.y = static_cast<unsigned char*>(out.y) + size_t(m0) * out.ldy * ysize;

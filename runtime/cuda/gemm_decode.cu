@@ -56,7 +56,7 @@ Plan plan_for(int m, const Int4Weight& w, const DecodeVariantInfo& vi, int sms, 
   a.ngroups = w.kp / w.group;
   a.ntiles = (w.n + 15) / 16;
   a.mrows = std::min(m, 32);
-  a.tok = m > 16 ? 32 : 16;
+  a.tok = std::max(16, 8 * token_tiles(m));  // Σx / slot stride: 16, or 32 with four token tiles
   p.det = det;
   const int smem_max = 227 * 1024 / vi.blocks_per_sm - 1024;
   const int xcap = xcap_override > 0 ? xcap_override : vi.xcap_kb * 1024;
