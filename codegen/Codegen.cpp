@@ -220,6 +220,12 @@ std::vector<uint8_t> Lowering::run() {
   auto tokens = act.getAs<DenseI64ArrayAttr>("tokens").asArrayRef();
   auto seqs = act.getAs<DenseI64ArrayAttr>("seqs").asArrayRef();
   auto peaks = act.getAs<DenseI64ArrayAttr>("peak_bytes").asArrayRef();
+  // Decode flags (g4-plan-memory) and the largest prefill bucket replayed as a CUDA graph
+  // (g4-plan-buckets); a module planned without buckets has neither and captures nothing.
+  auto decodeAttr = act.getAs<DenseI64ArrayAttr>("decode");
+  DictionaryAttr bucketsAttr = module_->getAttrOfType<DictionaryAttr>("g4.buckets");
+  auto graphMaxAttr = bucketsAttr ? bucketsAttr.getAs<IntegerAttr>("graph_max_tokens") : IntegerAttr();
+  const int64_t graphMax = graphMaxAttr ? graphMaxAttr.getInt() : 0;
   std::vector<size_t> order(tokens.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -235,8 +241,10 @@ std::vector<uint8_t> Lowering::run() {
       auto perBucket = cast<DenseI64ArrayAttr>(arena[cast<OpResult>(v.v).getResultNumber()]).asArrayRef();
       offsets.push_back(uint64_t(perBucket[bi]));
     }
+    const bool decode = bucketsAttr && decodeAttr && bi < decodeAttr.asArrayRef().size() && decodeAttr.asArrayRef()[bi] != 0;
+    const bool graph = bucketsAttr && (decode || tokens[bi] <= graphMax);
     buckets.push_back(fb::CreateBucketDirect(fbb_, int(tokens[bi]), int(seqs[bi]), int(seqs[bi]), &offsets,
-                                             uint64_t(peaks[bi])));
+                                             uint64_t(peaks[bi]), decode, graph));
   }
 
   std::vector<Offset<fb::Value>> values;

@@ -24,7 +24,8 @@ std::vector<std::string> pipeline_passes(const PipelineOptions& o) {
               n(o.max_seqs) + " max-seq-len=" + n(o.max_seq_len) + " sliding-kv=" + o.sliding_kv +
               (o.kv_dtype == "auto" ? "" : " kv-dtype=" + o.kv_dtype) + "}");
   p.push_back("g4-fuse-qk-norm-rope");
-  p.push_back("g4-plan-buckets{max-seqs=" + n(o.max_seqs) + " max-chunk=" + n(o.max_chunk) + "}");
+  p.push_back("g4-plan-buckets{max-seqs=" + n(o.max_seqs) + " max-chunk=" + n(o.max_chunk) +
+              " graph-max-tokens=" + n(o.graph_max_tokens) + "}");
   p.push_back("g4-plan-memory{max-seq-len=" + n(o.max_seq_len) + "}");
   p.push_back("g4-plan-offload{budget-mib=" + n(o.budget_mib) + " context-mib=" + n(o.context_mib) +
               " workspace-mib=" + n(o.workspace_mib) + " graph-pool-mib=" + n(o.graph_pool_mib) + "}");

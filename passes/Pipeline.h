@@ -16,6 +16,7 @@ struct PipelineOptions {
   int64_t max_chunk = 256;       // prefill chunk, tokens per sequence per step
   int64_t max_seq_len = 2048;    // prompt + generated
   int64_t kv_block_size = 16;    // paged block size of full layers
+  int64_t graph_max_tokens = 256;  // largest prefill bucket replayed as a CUDA graph (g4-plan-buckets)
   std::string sliding_kv = "auto";  // sliding layers' KV: ring | paged | auto (g4-plan-kv)
   std::string kv_dtype = "auto";    // KV storage: auto | bf16 | fp8 (g4-plan-kv kv-dtype)
   bool fuse_gate_up = true;

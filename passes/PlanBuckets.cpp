@@ -1,5 +1,5 @@
 // g4-plan-buckets: decode batch-size buckets and prefill token buckets for
-// CUDA Graph capture (one graph per bucket; a step is padded up to its bucket).
+// CUDA Graph capture (one graph per graph bucket; a step is padded up to its bucket).
 #include "passes/PassUtils.h"
 #include "passes/Passes.h"
 
@@ -27,8 +27,8 @@ struct PlanBucketsPass : impl::PlanBucketsBase<PlanBucketsPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (maxSeqs <= 0 || maxChunk <= 0 || minPrefill <= 0) {
-      module.emitError("g4-plan-buckets: max-seqs, max-chunk and min-prefill must be positive");
+    if (maxSeqs <= 0 || maxChunk <= 0 || minPrefill <= 0 || graphMaxTokens < 0) {
+      module.emitError("g4-plan-buckets: max-seqs, max-chunk and min-prefill must be positive, graph-max-tokens not negative");
       return signalPassFailure();
     }
     Builder b(module.getContext());
@@ -38,6 +38,7 @@ struct PlanBucketsPass : impl::PlanBucketsBase<PlanBucketsPass> {
         b.getNamedAttr("decode", b.getDenseI64ArrayAttr(decode)),
         b.getNamedAttr("prefill", b.getDenseI64ArrayAttr(prefill)),
         b.getNamedAttr("max_seqs", b.getI64IntegerAttr(maxSeqs)),
+        b.getNamedAttr("graph_max_tokens", b.getI64IntegerAttr(graphMaxTokens)),
     }));
   }
 };

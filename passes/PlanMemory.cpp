@@ -23,6 +23,7 @@ namespace {
 
 struct Bucket {
   int64_t tokens, seqs;
+  bool decode = false;  // a decode bucket (g4.buckets decode) rather than a prefill one
 };
 
 struct LiveValue {
@@ -112,7 +113,7 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     if (auto dict = module->getAttrOfType<DictionaryAttr>("g4.buckets")) {
       const int64_t maxSeqs = i64Attr(dict, "max_seqs", 1);
       if (auto decode = dict.getAs<DenseI64ArrayAttr>("decode"))
-        for (int64_t n : decode.asArrayRef()) buckets.push_back({n, n});
+        for (int64_t n : decode.asArrayRef()) buckets.push_back({n, n, true});
       if (auto prefill = dict.getAs<DenseI64ArrayAttr>("prefill"))
         for (int64_t n : prefill.asArrayRef()) buckets.push_back({n, std::min(n, maxSeqs)});
     }
@@ -136,12 +137,13 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
 
     // offsets[value][bucket]
     llvm::DenseMap<Value, SmallVector<int64_t>> offsets;
-    SmallVector<int64_t> peaks, tokenList, seqList;
+    SmallVector<int64_t> peaks, tokenList, seqList, decodeList;
     for (const Bucket& bucket : buckets) {
       for (auto& v : values) v.bytes = sizeOf(v.value, bucket);
       peaks.push_back(pack(values));
       tokenList.push_back(bucket.tokens);
       seqList.push_back(bucket.seqs);
+      decodeList.push_back(bucket.decode ? 1 : 0);
       for (auto& v : values) offsets[v.value].push_back(v.offset);
     }
 
@@ -158,6 +160,7 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     module->setAttr("g4.activations", b.getDictionaryAttr({
         b.getNamedAttr("tokens", b.getDenseI64ArrayAttr(tokenList)),
         b.getNamedAttr("seqs", b.getDenseI64ArrayAttr(seqList)),
+        b.getNamedAttr("decode", b.getDenseI64ArrayAttr(decodeList)),
         b.getNamedAttr("peak_bytes", b.getDenseI64ArrayAttr(peaks)),
         b.getNamedAttr("max_peak_bytes", b.getI64IntegerAttr(*llvm::max_element(peaks))),
         b.getNamedAttr("alignment", b.getI64IntegerAttr(alignment)),

@@ -143,6 +143,9 @@ void add_compile_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-sequence-length", args->pipeline.max_seq_len, "longest sequence")->capture_default_str();
   cmd->add_option("--kv-block-size", args->pipeline.kv_block_size, "paged KV block size")->capture_default_str();
+  cmd->add_option("--graph-max-tokens", args->pipeline.graph_max_tokens,
+                  "largest prefill step replayed as a CUDA graph (0: prefill runs eagerly)")
+      ->capture_default_str();
   cmd->add_option("--context-mib", args->pipeline.context_mib, "CUDA context estimate")->capture_default_str();
   cmd->add_option("--workspace-mib", args->pipeline.workspace_mib, "workspace estimate")->capture_default_str();
   cmd->add_option("--graph-pool-mib", args->pipeline.graph_pool_mib, "CUDA graph pool estimate")

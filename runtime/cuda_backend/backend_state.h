@@ -8,12 +8,14 @@
 #include <span>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "runtime/cuda/kernels.h"
 #include "runtime/cuda_backend/cuda_backend.h"
 #include "runtime/cuda_backend/device.h"
 #include "runtime/cuda_backend/extra_kernels.h"
+#include "runtime/cuda_backend/graph_buckets.h"
 #include "runtime/cuda_backend/meta.h"
 #include "runtime/trace.h"
 
@@ -216,11 +218,15 @@ class CudaBackend final : public runtime::Backend {
   const BatchDesc* batch_ = nullptr;
   LinearObserver observer_;
 
-  // graphs: decode bucket (sequences) → executable graph
-  std::map<int, cudaGraphExec_t> graphs_;
-  std::map<int, int> bucket_seen_;
-  long graph_replays_ = 0, eager_steps_ = 0;
+  // graphs: the plan's graph buckets (graph_buckets.h); an executable graph per launch shape
+  // (decode, T, S, R), captured the second time the shape is seen
+  using GraphKey = std::tuple<bool, int, int, int>;
+  std::vector<GraphBucket> graph_buckets_;
+  std::map<GraphKey, cudaGraphExec_t> graphs_;
+  std::map<GraphKey, int> bucket_seen_;
+  long graph_replays_ = 0, prefill_graph_replays_ = 0, eager_steps_ = 0;
   int graphs_captured_ = 0;
+  size_t graph_bytes_ = 0;  // device bytes the live graphs took when uploaded (cudaMemGetInfo)
   bool capturing_ = false;
 
   // accounting

@@ -94,7 +94,8 @@ void CudaBackend::dfree(void*& p) {
 
 std::string CudaBackend::breakdown() const {
   return "  context " + mib(device_->context_bytes()) + ", weights " + mib(weight_bytes_) + ", KV " + mib(kv_bytes_) +
-         ", activations " + mib(arena_bytes_) + ", workspaces " + mib(ws_bytes_) +
+         ", activations " + mib(arena_bytes_) + ", workspaces " + mib(ws_bytes_) + ", CUDA graphs " +
+         std::to_string(graphs_.size()) + " (" + mib(graph_bytes_) + ")" +
          (streamed_.empty() ? std::string()
                             : "\n  " + std::to_string(streamed_.size()) + " layers stream from pinned host memory (two " +
                                   mib(slot_bytes_) + " slots, counted in weights)");
@@ -142,6 +143,7 @@ void CudaBackend::prepare(const plan::Plan& plan, const runtime::WeightStore& we
   // weights or already-cached keys until their wait) — not while a streamed weight can still be
   // landing in a slot.
   kopts_ = launch_options(opts_, !streamed_.empty());
+  graph_buckets_ = graph_buckets(plan.root());
   max_blocks_ = std::max(1, kv.table_blocks > 0 ? kv.table_blocks : kv.num_blocks);  // block-table width: the most one sequence may need
   // Activations for the engine's largest step before KV is sized (growing later could not fit).
   ensure_capacity(std::max({1, opts_.max_tokens, std::min(kv.step_tokens, (*plan_)->max_chunk_tokens() * std::max(1, kv.ring_slots))}),
@@ -411,28 +413,27 @@ void CudaBackend::execute(const BatchDesc& batch, int first, int last) {
       if (s.num_rows > 0) sh.max_kv_len = std::max(sh.max_kv_len, batch.positions[s.first_row + s.num_rows - 1] + 1);
       decode &= s.num_rows == 1;
     }
-    // Streamed layers alternate between two slots: their pointers change, so no graphs.
-    const bool graph = decode && opts_.graphs && !observer_ && !device_observer_ && streamed_.empty() && first == 0 && last == nsteps &&
-                       sh.S <= std::max(1, kv_sizes_.ring_slots);
-    if (graph) {
-      int b = 1;
-      while (b < sh.S) b *= 2;
-      b = std::min(b, std::max(1, kv_sizes_.ring_slots));
-      sh.T = sh.S = sh.R = b;
-      sh.bucket = true;
-      sh.max_q_len = 1;
-      sh.max_kv_len = 1 << 30;  // splits chosen for the longest context the bucket may see
-    }
     ensure_capacity(sh.T, sh.S, sh.R);
+    // Streamed layers alternate between two slots: their pointers change, so no graphs.
+    const bool graphs_ok = opts_.graphs && !observer_ && !device_observer_ && streamed_.empty() && last == nsteps;
+    // A bucket's sequences beyond the KV's ring slots would only pad (as decode always has).
+    const int cap_S = std::min(cap_S_, std::max(1, kv_sizes_.ring_slots));
+    const auto padded =
+        graphs_ok && sh.T > 0 ? bucket_shape(graph_buckets_, sh, decode, cap_T_, cap_S, cap_R_) : std::nullopt;
+    const bool graph = padded.has_value();
+    if (graph) sh = *padded;
     shape_ = sh;
     batch_ = &batch;
     fill_meta(batch, sh);
     if (graph) {
-      auto it = graphs_.find(sh.S);
-      if (it == graphs_.end() && bucket_seen_[sh.S]++ > 0) {
+      const GraphKey key{decode, sh.T, sh.S, sh.R};
+      auto it = graphs_.find(key);
+      if (it == graphs_.end() && bucket_seen_[key]++ > 0) {
         // Second sighting of this bucket: capture (the first ran eagerly, which also ran every
         // lazy one-time setup in the kernels outside the capture).
         cudaGraph_t g = nullptr;
+        check(cudaStreamSynchronize(device_->stream()), "synchronize before a capture");
+        const size_t before = device_->used_bytes();
         check(cudaStreamBeginCapture(device_->stream(), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
         capturing_ = true;
         try {
@@ -448,8 +449,14 @@ void CudaBackend::execute(const BatchDesc& batch, int first, int last) {
         cudaGraphExec_t exec = nullptr;
         check(cudaGraphInstantiate(&exec, g, 0), "cudaGraphInstantiate");
         cudaGraphDestroy(g);
-        it = graphs_.emplace(sh.S, exec).first;
+        it = graphs_.emplace(key, exec).first;
         ++graphs_captured_;
+        // The executable's device memory, uploaded now so that it is counted here (cudaMemGetInfo
+        // granularity: 2 MiB) and checked against the budget before the first replay.
+        check(cudaGraphUpload(exec, device_->stream()), "cudaGraphUpload");
+        check(cudaStreamSynchronize(device_->stream()), "synchronize after a graph upload");
+        const size_t after = device_->used_bytes();
+        graph_bytes_ += after > before ? after - before : 0;
         device_->check_budget("after capturing a CUDA graph", breakdown());
       }
       if (it != graphs_.end()) {
@@ -459,10 +466,13 @@ void CudaBackend::execute(const BatchDesc& batch, int first, int last) {
         if (e0 >= 0) {
           const int e1 = event();
           check(cudaEventRecord(events_[e1], device_->stream()), "cudaEventRecord");
-          pending_.push_back({"decode graph S=" + std::to_string(sh.S) + " (" + std::to_string(sh.real_S) + " live)",
+          pending_.push_back({decode ? "decode graph S=" + std::to_string(sh.S) + " (" + std::to_string(sh.real_S) + " live)"
+                                     : "prefill graph T=" + std::to_string(sh.T) + " S=" + std::to_string(sh.S) + " (" +
+                                           std::to_string(sh.real_T) + " tokens)",
                               "graph", runtime::TraceWriter::kGraph, e0, e1});
         }
         ++graph_replays_;
+        if (!decode) ++prefill_graph_replays_;
         if (trace_)
           trace_->complete("step (graph)", "scheduler", t0, trace_->now_us() - t0, runtime::TraceWriter::kHost,
                            {{"tokens", std::to_string(sh.real_T)}, {"sequences", std::to_string(sh.real_S)}});
@@ -559,6 +569,7 @@ void CudaBackend::flush_trace() {
 void CudaBackend::drop_graphs() {
   for (auto& [b, g] : graphs_) cudaGraphExecDestroy(g);
   graphs_.clear();
+  graph_bytes_ = 0;
 }
 
 runtime::CudaInfo CudaBackend::info() const {
@@ -580,6 +591,8 @@ runtime::CudaInfo CudaBackend::info() const {
   i.load_seconds = load_seconds_;
   i.graphs_captured = graphs_captured_;
   i.graph_replays = graph_replays_;
+  i.prefill_graph_replays = prefill_graph_replays_;
+  i.graph_bytes = graph_bytes_;
   i.eager_steps = eager_steps_;
   return i;
 }

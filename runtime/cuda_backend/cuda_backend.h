@@ -8,9 +8,10 @@
 //
 // Device state: weights in device memory (dense → BF16; INT4 Linears read raw from the
 // checkpoint and repacked at load by cuda::int4_repack; gate/up pairs fused into one weight),
-// BF16 activations (fp32 logits), ring + paged KV in BF16 with device block tables. Decode steps
-// (every sequence feeds one token) replay a CUDA graph per batch-size bucket (powers of two),
-// captured the second time a bucket is seen; prefill / mixed steps run eagerly.
+// BF16 activations (fp32 logits), ring + paged KV in BF16 with device block tables. Steps replay
+// a CUDA graph per bucket of the plan (g4-plan-buckets: every decode batch-size bucket and the
+// prefill buckets up to graph-max-tokens), padded up to it and captured the second time its
+// shape is seen; a step no graph bucket holds runs eagerly (graph_buckets.h).
 // Memory: every device byte the process holds (cudaMemGetInfo: total − free, so context,
 // library workspaces and graph pools included) is checked against the budget after each
 // allocation and step; exceeding it throws g4c::Error with the breakdown.
@@ -35,7 +36,7 @@ struct CudaOptions {
   std::string emulate;                  // "" (whole device) or "1g.10gb" (16-SM green context, 9984 MiB cap)
   size_t budget_bytes = 9984ull << 20;  // whole-process device bytes; 0 = no budget
   std::string trace_path;               // Chrome-trace JSON written at destruction ("" = none)
-  bool graphs = true;                   // CUDA graphs for decode steps
+  bool graphs = true;                   // CUDA graphs for the plan's graph buckets (graph_buckets.h)
   // Kernel choices of this backend's launches (runtime/cuda/kernel_options.h): programmatic
   // dependent launch of the decode-step kernels (on; off while weights stream: launch_options),
   // deterministic decode GEMMs (off; `g4c run --deterministic`). Per instance: two backends with
@@ -94,6 +95,8 @@ struct CudaInfo {
   size_t streamed_bytes = 0;     // their bytes (host)
   long streamed_copies = 0;      // layer copies issued so far
   long graph_replays = 0, eager_steps = 0;
+  long prefill_graph_replays = 0;  // of graph_replays: prefill / mixed steps
+  size_t graph_bytes = 0;          // device bytes of the captured graphs (measured at upload)
 };
 CudaInfo cuda_info(const Backend& b);
 

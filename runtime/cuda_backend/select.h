@@ -87,7 +87,11 @@ inline void add_device_summary(const Backend& b, nlohmann::json& summary) {
   summary["weight_load"] = {{"bytes", i.load_bytes},
                             {"seconds", i.load_seconds},
                             {"gb_per_s", i.load_seconds > 0 ? i.load_bytes / i.load_seconds / 1e9 : 0.0}};
-  summary["cuda_graphs"] = {{"captured", i.graphs_captured}, {"replays", i.graph_replays}, {"eager_steps", i.eager_steps}};
+  summary["cuda_graphs"] = {{"captured", i.graphs_captured},
+                            {"replays", i.graph_replays},
+                            {"prefill_replays", i.prefill_graph_replays},
+                            {"eager_steps", i.eager_steps},
+                            {"device_bytes", i.graph_bytes}};
 #else
   (void)b;
   (void)summary;

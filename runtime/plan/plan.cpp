@@ -430,8 +430,9 @@ std::string describe(const Plan& plan, bool with_weights) {
   if (p.buckets()) {
     o << "buckets (" << p.buckets()->size() << ")\n";
     for (const auto* b : *p.buckets())
-      o << fmt("  tokens %d sequences %d logit_rows %d arena %llu bytes\n", b->max_tokens(), b->max_sequences(),
-               b->max_logit_rows(), (unsigned long long)b->arena_bytes());
+      o << fmt("  %-7s tokens %d sequences %d logit_rows %d arena %llu bytes%s\n", b->decode() ? "decode" : "prefill",
+               b->max_tokens(), b->max_sequences(), b->max_logit_rows(), (unsigned long long)b->arena_bytes(),
+               b->graph() ? " (CUDA graph)" : "");
   }
   o << "program (" << p.program()->size() << " steps, logits in v" << p.logits_value() << ")\n";
   auto ids = [](const flatbuffers::Vector<int32_t>* v, char c) {

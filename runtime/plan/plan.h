@@ -22,7 +22,9 @@ namespace g4c::plan {
 // Bump with plan.fbs whenever the meaning of an existing field changes.
 // 2: KvLayer.kv_shared and Attrs.k_from_v are deprecated (always false; format 1 gave kv_shared
 //    another meaning). The loader refuses a plan that sets either.
-inline constexpr uint32_t kPlanFormatVersion = 2;
+// 3: Bucket.decode and Bucket.graph: the runtime replays CUDA graphs only for buckets marked
+//    graph (a version-2 plan would read every bucket as eager).
+inline constexpr uint32_t kPlanFormatVersion = 3;
 
 class Plan {
  public:

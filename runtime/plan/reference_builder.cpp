@@ -2,7 +2,9 @@
 #include "runtime/plan/reference_builder.h"
 #include "runtime/plan/step_spec.h"
 
+#include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "models/config.h"
 #include "models/error.h"
@@ -243,15 +245,24 @@ Plan Builder::build() {
   // Values and per-bucket arena offsets (no reuse between values: simple and safe).
   std::vector<Offset<fb::Value>> values;
   for (const auto& v : values_) values.push_back(fb::CreateValueDirect(fbb_, v.name.c_str(), fb::DType::F32, v.cols, v.rows));
+  // Ascending by (tokens, sequences), as codegen writes them.
+  std::vector<std::tuple<int, int, bool>> shapes;  // tokens, sequences, decode
+  for (int n : opts_.decode_buckets) shapes.emplace_back(n, n, true);
+  for (int tokens : opts_.bucket_tokens) shapes.emplace_back(tokens, std::min(tokens, 256), false);
+  std::stable_sort(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) {
+    return std::pair(std::get<0>(a), std::get<1>(a)) < std::pair(std::get<0>(b), std::get<1>(b));
+  });
   std::vector<Offset<fb::Bucket>> buckets;
-  for (int tokens : opts_.bucket_tokens) {
+  for (const auto& [tokens, seqs, decode] : shapes) {
     std::vector<uint64_t> offsets;
     uint64_t at = 0;
     for (const auto& v : values_) {
       offsets.push_back(at);
       at += (uint64_t(tokens) * v.cols * 4 + 255) / 256 * 256;
     }
-    buckets.push_back(fb::CreateBucketDirect(fbb_, tokens, std::min(tokens, 256), tokens, &offsets, at));
+    // Logit rows: any token's (g4c eval reads every position's logits).
+    buckets.push_back(fb::CreateBucketDirect(fbb_, tokens, seqs, tokens, &offsets, at, decode,
+                                             decode || tokens <= opts_.graph_max_tokens));
   }
   std::vector<Offset<fb::Step>> steps;
   for (const auto& s : steps_) steps.push_back(write_step(fbb_, s));

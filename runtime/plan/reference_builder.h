@@ -27,7 +27,9 @@ struct ReferenceOptions {
   // "fp8" (F8E4M3 codes with a scale per token and head; plan.fbs KvLayer.dtype).
   std::string kv_dtype = "auto";
   int max_seq_len = 2048;
-  std::vector<int> bucket_tokens = {16, 64, 256, 1024};  // shape buckets (tokens per step)
+  std::vector<int> bucket_tokens = {16, 64, 256, 1024};  // prefill shape buckets (tokens per step)
+  std::vector<int> decode_buckets = {1, 2, 4, 8, 16, 32, 64};  // decode batch-size buckets (CUDA graphs)
+  int graph_max_tokens = 256;  // prefill buckets up to this many tokens are CUDA graphs too
 };
 
 Plan build_reference_plan(const models::ModelConfig& cfg, const models::Checkpoint& ckpt,

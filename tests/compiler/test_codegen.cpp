@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <tuple>
 
 #include "codegen/Codegen.h"
 #include "frontend/Frontend.h"
@@ -164,6 +165,29 @@ TEST_F(TinyCodegen, ArenaNeverOverlapsLiveValues) {
       }
     }
   }
+}
+
+TEST_F(TinyCodegen, BucketsCarryDecodeAndGraphFlags) {
+  // max-seqs 6, max-chunk 512, graph-max-tokens 64: decode buckets 1, 2, 4, 6 (graphs), prefill
+  // 16 … 256 and 512 with S = min(T, 6); prefill graphs only up to 64 tokens.
+  passes::PipelineOptions po;
+  po.max_seqs = 6;
+  po.max_chunk = 512;
+  po.graph_max_tokens = 64;
+  plan::Plan p = compiled(po);
+  std::vector<std::tuple<int, int, int, bool, bool>> got;
+  for (const fb::Bucket* b : *p->buckets())
+    got.emplace_back(b->max_tokens(), b->max_sequences(), b->max_logit_rows(), b->decode(), b->graph());
+  const std::vector<std::tuple<int, int, int, bool, bool>> want = {
+      {1, 1, 1, true, true},       {2, 2, 2, true, true},       {4, 4, 4, true, true},
+      {6, 6, 6, true, true},       {16, 6, 6, false, true},     {32, 6, 6, false, true},
+      {64, 6, 6, false, true},     {128, 6, 6, false, false},   {256, 6, 6, false, false},
+      {512, 6, 6, false, false}};
+  EXPECT_EQ(got, want);
+  // graph-max-tokens 0: decode graphs only.
+  po.graph_max_tokens = 0;
+  const plan::Plan eager_prefill = compiled(po);
+  for (const fb::Bucket* b : *eager_prefill->buckets()) EXPECT_EQ(b->graph(), b->decode()) << b->max_tokens();
 }
 
 TEST_F(TinyCodegen, UnfusedGraphIsRejectedWithTheOpName) {

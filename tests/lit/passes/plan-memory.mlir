@@ -3,7 +3,7 @@
 // A chain h -> a -> b -> c of [4 x 32] f32 (512 B each at 4 tokens): neighbours are live
 // together, every other one can reuse the bytes. Greedy (largest first, lowest offset):
 // h 0, a 512, b 0, c 512; the token ids (4 x i32 = 16 B) overlap only h -> 512. Peak 1024.
-// CHECK: module attributes {g4.activations = {alignment = 16 : i64, max_peak_bytes = 1024 : i64, peak_bytes = array<i64: 1024>, seqs = array<i64: 1>, tokens = array<i64: 4>}}
+// CHECK: module attributes {g4.activations = {alignment = 16 : i64, decode = array<i64: 0>, max_peak_bytes = 1024 : i64, peak_bytes = array<i64: 1024>, seqs = array<i64: 1>, tokens = array<i64: 4>}}
 g4.weight @e : tensor<8x32xbf16>
 g4.weight @n : tensor<32xbf16>
 // CHECK-LABEL: func.func @chain
@@ -27,7 +27,8 @@ func.func @chain(%ids: tensor<?xi32>) -> tensor<?x32xf32> {
 //   bucket (1,1): logits 512 @0, softcap 512 @512, h 128 @512 (live with logits, not with
 //                 softcap), ids 16 @0 (dead before logits) -> 1024
 //   bucket (4,2): logits 1024 @0, softcap 1024 @1024, h 512 @1024, ids 16 @0 -> 2048
-// CHECK: g4.activations = {alignment = 16 : i64, max_peak_bytes = 2048 : i64, peak_bytes = array<i64: 1024, 2048>, seqs = array<i64: 1, 2>, tokens = array<i64: 1, 4>}
+// The decode flags follow the buckets: (1,1) from g4.buckets decode, (4,2) from prefill.
+// CHECK: g4.activations = {alignment = 16 : i64, decode = array<i64: 1, 0>, max_peak_bytes = 2048 : i64, peak_bytes = array<i64: 1024, 2048>, seqs = array<i64: 1, 2>, tokens = array<i64: 1, 4>}
 module attributes {g4.buckets = {decode = array<i64: 1>, prefill = array<i64: 4>, max_seqs = 2 : i64}} {
   g4.weight @e : tensor<128x32xbf16>
   // CHECK-LABEL: func.func @buckets
