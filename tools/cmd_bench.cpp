@@ -172,6 +172,17 @@ json stats_of(const std::vector<double>& v) {
           {"max", *std::max_element(v.begin(), v.end())}};
 }
 
+// The KV storage of a plan's layers ("f32", "bf16", "fp8"; "mixed" if they differ, "none").
+std::string kv_storage(const plan::Plan& p) {
+  std::string out;
+  for (const auto* l : *p->kv()) {
+    const std::string d = l->dtype() == plan::fb::DType::F8E4M3 ? "fp8" : l->dtype() == plan::fb::DType::BF16 ? "bf16" : "f32";
+    if (out.empty()) out = d;
+    else if (out != d) return "mixed";
+  }
+  return out.empty() ? "none" : out;
+}
+
 std::string utc_now() {
   const std::time_t t = std::time(nullptr);
   char b[32];
@@ -230,7 +241,8 @@ json bench(const BenchArgs& a) {
                     {"deterministic", a.dev.deterministic},
                     {"token_budget", engine->options().token_budget},
                     {"chunk_tokens", engine->options().chunk_tokens},
-                    {"mixed_prefill_tokens", engine->options().mixed_prefill_tokens}};
+                    {"mixed_prefill_tokens", engine->options().mixed_prefill_tokens},
+                    {"kv_dtype", kv_storage(engine->plan())}};
   rep["load_s"] = load_s;
   rep["requests"] = full[0].summary["requests"];
   std::vector<double> el, pel, ttft, tpot;
