@@ -23,7 +23,9 @@
 #   Usage: scripts/gpu/pack.sh OUTDIR [BUILD_DIR]
 #     OUTDIR:    a git-ignored folder inside the repo (e.g. .gpu), replaced
 #     BUILD_DIR: a CUDA build (default build; configured Release with CUDA when absent)
-#   Env: G4C_PACK_NO_PYTHON=1 leaves out the Python module.
+#   Env: G4C_PACK_NO_PYTHON=1 leaves out the Python module; G4C_PACK_ONLY="g4c g4c_cuda_backend_test …"
+#        packs only the binaries named (the tree and the pack travel within 64 MiB together, so a
+#        call that needs few of them can leave the rest here); test.sh skips a binary the pack lacks.
 # The pack must stay well under 60 MiB (printed at the end; exit 1 above 60 MiB).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -43,6 +45,10 @@ grep -q 'compute_90a\|sm_90a' "$B/build.ninja" ||
 # (The tree and the pack travel together within 64 MiB: the tree takes 40.)
 # shellcheck disable=SC2206
 BINS=(g4c g4c_cuda_kernels_test g4c_cuda_backend_test g4c_quant_cuda_test g4c_cuda_meta_test faults_gpu_test ${G4C_PACK_EXTRA:-})
+if [ -n "${G4C_PACK_ONLY:-}" ]; then
+  # shellcheck disable=SC2206
+  BINS=(${G4C_PACK_ONLY})
+fi
 TARGETS=("${BINS[@]}")
 PB=$B
 if [ "${G4C_PACK_NO_PYTHON:-0}" != 1 ]; then
