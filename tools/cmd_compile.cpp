@@ -57,6 +57,9 @@ void run_compile(const CompileArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   passes::PipelineOptions opts = args.pipeline;
   opts.budget_mib = parse_budget_mib(args.budget);
+  // GPU plans store K/V as FP8 unless asked otherwise, as `g4c run/bench` on cuda compile them
+  // (tools/run_options.cpp kv_dtype_for).
+  if (opts.kv_dtype == "auto" && args.bf16_activations) opts.kv_dtype = "fp8";
 
   mlir::MLIRContext ctx(mlir::MLIRContext::Threading::DISABLED);
   frontend::FrontendOptions fopts;
@@ -151,7 +154,7 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("--graph-pool-mib", args->pipeline.graph_pool_mib, "CUDA graph pool estimate")
       ->capture_default_str();
   cmd->add_flag("--bf16-activations", args->bf16_activations, "BF16 activations (GPU) instead of f32");
-  cli::add_kv_dtype_option(cmd, args->pipeline.kv_dtype, "F32 with f32 activations, BF16 with --bf16-activations");
+  cli::add_kv_dtype_option(cmd, args->pipeline.kv_dtype, "F32 with f32 activations, FP8 with --bf16-activations");
   cmd->callback([args] { run_compile(*args); });
 }
 
