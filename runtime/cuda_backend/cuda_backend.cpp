@@ -432,7 +432,6 @@ void CudaBackend::execute(const BatchDesc& batch, int first, int last) {
         // Second sighting of this bucket: capture (the first ran eagerly, which also ran every
         // lazy one-time setup in the kernels outside the capture).
         cudaGraph_t g = nullptr;
-        check(cudaStreamSynchronize(device_->stream()), "synchronize before a capture");
         const size_t before = device_->used_bytes();
         check(cudaStreamBeginCapture(device_->stream(), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
         capturing_ = true;

@@ -15,23 +15,21 @@ std::vector<GraphBucket> graph_buckets(const fb::Plan& plan) {
 
 std::optional<Shape> bucket_shape(const std::vector<GraphBucket>& buckets, const Shape& real, bool decode, int cap_T,
                                   int cap_S, int cap_R) {
-  const GraphBucket* best = nullptr;
+  std::optional<Shape> best;
   for (const auto& b : buckets) {
     if (b.decode != decode) continue;
-    const int T = decode ? std::min(b.T, cap_S) : b.T;
-    const int S = std::min(b.S, cap_S), R = decode ? T : std::min(b.R, cap_R);
-    if (T < real.T || S < real.S || R < real.R || T > cap_T) continue;
-    if (!best || std::pair(b.T, b.S) < std::pair(best->T, best->S)) best = &b;
+    Shape sh = real;  // the bucket's sizes within the capacities; a decode bucket is square
+    sh.T = decode ? std::min(b.T, cap_S) : b.T;
+    sh.S = decode ? sh.T : std::min(b.S, cap_S);
+    sh.R = decode ? sh.T : std::min(b.R, cap_R);
+    if (sh.T < real.T || sh.S < real.S || sh.R < real.R || sh.T > cap_T) continue;
+    if (best && std::pair(sh.T, sh.S) >= std::pair(best->T, best->S)) continue;
+    sh.max_q_len = decode ? 1 : sh.T;
+    sh.max_kv_len = 1 << 30;
+    sh.bucket = true;
+    best = sh;
   }
-  if (!best) return std::nullopt;
-  Shape sh = real;
-  sh.T = decode ? std::min(best->T, cap_S) : best->T;
-  sh.S = decode ? sh.T : std::min(best->S, cap_S);
-  sh.R = decode ? sh.T : std::min(best->R, cap_R);
-  sh.max_q_len = decode ? 1 : sh.T;
-  sh.max_kv_len = 1 << 30;
-  sh.bucket = true;
-  return sh;
+  return best;
 }
 
 }  // namespace g4c::cudart

@@ -3,6 +3,8 @@
 // out by hand.
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "models/safetensors.h"
 #include "models/config.h"
 #include "runtime/cuda_backend/graph_buckets.h"
@@ -32,33 +34,34 @@ const std::vector<GraphBucket> kBuckets = {
     {16, 8, 8, false}, {32, 8, 8, false}, {64, 8, 8, false},
 };
 
+// A padded launch shape: the bucket's sizes, one query row per sequence (decode) or the
+// bucket's tokens (prefill), attention splits for the longest context, the bucket flag.
+void expect_bucket(const std::optional<Shape>& sh, int T, int S, int R, int max_q_len) {
+  ASSERT_TRUE(sh);
+  EXPECT_EQ(sh->T, T);
+  EXPECT_EQ(sh->S, S);
+  EXPECT_EQ(sh->R, R);
+  EXPECT_EQ(sh->max_q_len, max_q_len);
+  EXPECT_EQ(sh->max_kv_len, 1 << 30);
+  EXPECT_TRUE(sh->bucket);
+}
+
 }  // namespace
 
 TEST(GraphBuckets, DecodePadsToTheNextBatchSize) {
   auto sh = cudart::bucket_shape(kBuckets, real(3, 3, 3), true, 512, 8, 16);
+  expect_bucket(sh, 4, 4, 4, 1);
   ASSERT_TRUE(sh);
-  EXPECT_EQ(sh->T, 4);
-  EXPECT_EQ(sh->S, 4);
-  EXPECT_EQ(sh->R, 4);
   EXPECT_EQ(sh->real_T, 3);
   EXPECT_EQ(sh->real_S, 3);
   EXPECT_EQ(sh->real_R, 3);
-  EXPECT_EQ(sh->max_q_len, 1);
-  EXPECT_EQ(sh->max_kv_len, 1 << 30);
-  EXPECT_TRUE(sh->bucket);
   // Exactly a bucket: no padding.
-  sh = cudart::bucket_shape(kBuckets, real(8, 8, 8), true, 512, 8, 16);
-  ASSERT_TRUE(sh);
-  EXPECT_EQ(sh->S, 8);
+  expect_bucket(cudart::bucket_shape(kBuckets, real(8, 8, 8), true, 512, 8, 16), 8, 8, 8, 1);
 }
 
 TEST(GraphBuckets, DecodeBucketIsClippedToTheSequenceCapacity) {
   // 5 sequences on a backend that holds 6: bucket 8 becomes 6.
-  auto sh = cudart::bucket_shape(kBuckets, real(5, 5, 5), true, 512, 6, 16);
-  ASSERT_TRUE(sh);
-  EXPECT_EQ(sh->T, 6);
-  EXPECT_EQ(sh->S, 6);
-  EXPECT_EQ(sh->R, 6);
+  expect_bucket(cudart::bucket_shape(kBuckets, real(5, 5, 5), true, 512, 6, 16), 6, 6, 6, 1);
   // More sequences than any decode bucket: eager.
   EXPECT_FALSE(cudart::bucket_shape(kBuckets, real(9, 9, 9), true, 512, 16, 16));
 }
@@ -66,20 +69,12 @@ TEST(GraphBuckets, DecodeBucketIsClippedToTheSequenceCapacity) {
 TEST(GraphBuckets, PrefillPadsTokensAndClipsSequencesAndRows) {
   // 40 tokens of 3 sequences, 3 logit rows: bucket (64, 8, 8); the backend holds 6 sequences
   // and 16 logit rows, so S = 6, R = 8. Queries are padded to the bucket's tokens.
-  auto sh = cudart::bucket_shape(kBuckets, real(40, 3, 3), false, 512, 6, 16);
+  const auto sh = cudart::bucket_shape(kBuckets, real(40, 3, 3), false, 512, 6, 16);
+  expect_bucket(sh, 64, 6, 8, 64);
   ASSERT_TRUE(sh);
-  EXPECT_EQ(sh->T, 64);
-  EXPECT_EQ(sh->S, 6);
-  EXPECT_EQ(sh->R, 8);
   EXPECT_EQ(sh->real_T, 40);
-  EXPECT_EQ(sh->max_q_len, 64);
-  EXPECT_EQ(sh->max_kv_len, 1 << 30);
   // A decode-sized step that is not a decode (one sequence feeds 2 tokens): a prefill bucket.
-  sh = cudart::bucket_shape(kBuckets, real(4, 3, 3), false, 512, 8, 16);
-  ASSERT_TRUE(sh);
-  EXPECT_EQ(sh->T, 16);
-  EXPECT_EQ(sh->S, 8);
-  EXPECT_EQ(sh->max_q_len, 16);
+  expect_bucket(cudart::bucket_shape(kBuckets, real(4, 3, 3), false, 512, 8, 16), 16, 8, 8, 16);
 }
 
 TEST(GraphBuckets, StepsNoGraphBucketHoldsRunEagerly) {
