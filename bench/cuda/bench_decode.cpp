@@ -1,7 +1,7 @@
 // Benchmark of the W4A16 decode GEMM at Gemma-4-12B shapes: m ≤ 16, the default dispatch of
 // w4a16_gemm against each variant of gemm_decode.cu forced (development A/Bs of the decode rule);
-// then 17 … 48 rows: the default dispatch (the decode kernel's 32-token tiles up to
-// kDecodeMaxRows, the mma.sync tile kernel above) against 16-row decode passes.
+// then 8 … 64 rows: the default dispatch, the decode kernels (one weight pass up to
+// kDecodeMaxRows, two above) and the wgmma kernel with 32- / 64-token tiles (w4a16_gemm_wgmma).
 // Usage: g4c_bench_decode [--green N]  (N-SM green context, DESIGN.md §5).
 // Timing: CUDA graph of ≥ 20 launches rotating over weight copies that together exceed L2 (400
 // MB), CUDA events, warm-up replay, median of 9 replays. Bytes = qweight + scales + x + y.
@@ -109,8 +109,8 @@ int main(int argc, char** argv) {
   CK(cudaMemset(pool, 1, pool_bytes));
 
   const int Ms[] = {1, 2, 4, 8, 16};
-  const int kWideMs[] = {17, 24, 32, 48};
-  constexpr int kMaxM = 48;
+  const int kWideMs[] = {8, 12, 16, 17, 24, 32, 40, 48, 64};
+  constexpr int kMaxM = 64;
   for (const Shape& s : kShapes) {
     if (only_shape && !std::strstr(s.name, only_shape)) continue;
     const int rows = s.gate_up ? 2 * s.n : s.n;
@@ -209,21 +209,28 @@ int main(int argc, char** argv) {
                   100 * gbs / copy_gbs, tcopy * 1e3, int(w4a16_decode_whole_tiles(m, w0, sms, tr)));
       std::fflush(stdout);
     }
-    // Batches past 16 rows: the default dispatch (one weight pass up to kDecodeMaxRows, the
-    // mma.sync tile kernel above) against the decode kernel run once per 16 rows (each pass reads
-    // the weights).
+    // Batches of 8 to 64 rows: the default dispatch, the streaming decode kernels (one weight pass
+    // up to kDecodeMaxRows rows, two passes above) and the wgmma kernel with narrow token tiles.
     for (int m : kWideMs) {
       const double td =
           time_graph([&](int i) { CK(w4a16_gemm(x, m, s.k, ws[i % copies], ep, o, wsp, wsb, g_stream, ko)); }, calls);
-      const double tp = time_graph([&](int i) {
-        for (int r = 0; r < m; r += 16) {
+      DecodeTuning t;
+      t.pdl = pdl;
+      t.deterministic = det;
+      const double tl = time_graph([&](int i) {
+        for (int r = 0; r < m;) {
+          const int mr = m <= kDecodeMaxRows ? m : r == 0 ? (m + 1) / 2 : m - r;
           GemmOut op = o;
           op.y = static_cast<bf16*>(o.y) + size_t(r) * s.n;
-          CK(w4a16_gemm(x + size_t(r) * s.k, std::min(16, m - r), s.k, ws[i % copies], ep, op, wsp, wsb, g_stream, ko));
+          t.variant = w4a16_decode_choice(mr, ws[i % copies], sms);
+          CK(w4a16_decode(x + size_t(r) * s.k, mr, s.k, ws[i % copies], ep, op, wsp, wsb, t, g_stream));
+          r += mr;
         }
       }, calls);
-      std::printf("%-22s %3d dflt %8.2f us, 16-row decode passes %8.2f us (%.2fx)\n", s.name, m, td * 1e3, tp * 1e3,
-                  td / tp);
+      const double tw = time_graph([&](int i) { CK(w4a16_gemm_wgmma(x, m, s.k, ws[i % copies], ep, o, g_stream)); }, calls);
+      const double bytes = double(wbytes) + 2.0 * m * s.k + 2.0 * m * s.n;
+      std::printf("%-22s %3d dflt %8.2f us, decode kernels %8.2f us, wgmma %8.2f us (%.0f GB/s, %.2fx decode)\n", s.name,
+                  m, td * 1e3, tl * 1e3, tw * 1e3, bytes / (tw * 1e-3) / 1e9, tw / tl);
       std::fflush(stdout);
     }
     CK(cudaFree(x));

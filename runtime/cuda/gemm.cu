@@ -188,16 +188,18 @@ int stream_sms(cudaStream_t stream) {
 // distributed shared memory; costs fitted to measurements, BENCHMARKS.md "Prefill GEMM"). Waves
 // count tiles per block (persistent grid, ks = 1) or clusters per resident-cluster slot; a split
 // needs ≥ 8 k steps per block and must beat the best unsplit plan by 10%. 256-token tiles only
-// when m > 128.
+// when m > 128; fewer than 64 rows (w4a16_gemm_wgmma only) take one tile of 32 or 64 tokens
+// (memory-bound: its k step costs what a 128-token one does).
 struct RsPlan {
   int bt, ks;
 };
 RsPlan rs_plan(int m, int n, int kp, int sms) {
   const int kc = kp / 64;
+  const int narrow = m <= 32 ? 32 : m < 64 ? 64 : 0;
   double best1 = 1e30, best = 1e30;
-  RsPlan plan1{128, 1}, plan{128, 1};
-  for (int bt : {256, 128}) {
-    if (bt == 256 && m <= 128) continue;
+  RsPlan plan1{narrow ? narrow : 128, 1}, plan = plan1;
+  for (int bt : {256, 128, 64, 32}) {
+    if (narrow ? bt != narrow : (bt < 128 || (bt == 256 && m <= 128))) continue;
     const long tiles = long((n + 127) / 128) * ((m + bt - 1) / bt);
     for (int ks : {1, 2, 4}) {
       long slots = sms;
@@ -236,15 +238,19 @@ size_t w4a16_workspace_bytes(int m, const Int4Weight& w, const KernelOptions& ko
   return w4a16_decode_workspace_bytes(w, decode_tuning(ko));  // gemm_decode.cu
 }
 
+cudaError_t w4a16_gemm_wgmma(const bf16* x, int m, int ldx, const Int4Weight& w, Epilogue ep, const GemmOut& out,
+                             cudaStream_t stream) {
+  if (m <= 0) return cudaSuccess;
+  const int sms = stream_sms(stream);
+  const RsPlan plan = rs_plan(m, w.n, w.kp, sms);
+  return launch_rs_int4(x, ldx, w, EpiArgs{int(ep), out, w.n, m}, plan.bt, sms, plan.ks, stream);
+}
+
 cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilogue ep,
                        const GemmOut& out, void* workspace, size_t workspace_bytes,
                        cudaStream_t stream, const KernelOptions& ko) {
   if (m <= 0) return cudaSuccess;
-  if (m >= 64) {
-    const int sms = stream_sms(stream);
-    const RsPlan plan = rs_plan(m, w.n, w.kp, sms);
-    return launch_rs_int4(x, ldx, w, EpiArgs{int(ep), out, w.n, m}, plan.bt, sms, plan.ks, stream);
-  }
+  if (m >= 64) return w4a16_gemm_wgmma(x, m, ldx, w, ep, out, stream);
   // Decode kernels: one pass up to kDecodeMaxRows rows; 32 < m < 64 in two passes of ⌈m/2⌉ and
   // ⌊m/2⌋ rows (each reads the weights once; the second's kernels start after the first's, which
   // left the workspace zero).

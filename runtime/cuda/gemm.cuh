@@ -98,16 +98,22 @@ size_t w4a16_workspace_bytes(int m, const Int4Weight& w, const KernelOptions& ko
 // m ≤ 32: the weight-streaming decode kernels of gemm_decode.cu, one pass over the weights
 // for all m rows (w4a16_decode_choice picks the variant; `ko` the launch by PDL and the
 // summation order).
-// m ≥ 64: warp-specialized persistent sm_90a wgmma kernel (gemm_sm90_rs.cu: one thread
-// copies X and the packed INT4 tiles (tensor maps) into a stage ring; two consumer warpgroups
-// dequantize their fragments in registers and issue wgmma with A from registers; persistent
-// grid of one block per SM of the stream (green context aware); 128 rows × 256 or 128 tokens per
-// tile, split-K over 2 or 4 blocks by shape).
+// m ≥ 64: warp-specialized persistent sm_90a wgmma kernel (w4a16_gemm_wgmma, gemm_sm90_rs.cu:
+// one thread copies X and the packed INT4 tiles (tensor maps) into a stage ring; two consumer
+// warpgroups dequantize their fragments in registers and issue wgmma with A from registers;
+// persistent grid of one block per SM of the stream (green context aware); 128 rows × 256 or 128
+// tokens per tile, split-K over 2 or 4 blocks by shape).
 // 32 < m < 64: two passes of the decode kernels (⌈m/2⌉ rows, then the rest).
 // Returns cudaSuccess or the launch error.
 cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilogue ep,
                        const GemmOut& out, void* workspace, size_t workspace_bytes,
                        cudaStream_t stream, const KernelOptions& ko = {});
+
+// The wgmma kernel for any m ≥ 1: what w4a16_gemm runs from 64 rows on (128 or 256 tokens per
+// tile); below 64 rows one tile of 32 or 64 tokens, which g4c_bench_decode times against the
+// decode kernels (w4a16_gemm does not take it there until those figures say it should).
+cudaError_t w4a16_gemm_wgmma(const bf16* x, int m, int ldx, const Int4Weight& w, Epilogue ep, const GemmOut& out,
+                             cudaStream_t stream);
 
 // Dequantizes a repacked INT4 weight to bf16 [n][k] (row stride k); for benchmarks (the
 // dequantize-then-cuBLAS baseline) and debugging. Value = bf16((code − z)·s) as the kernels use.

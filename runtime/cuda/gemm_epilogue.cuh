@@ -102,14 +102,14 @@ __device__ __forceinline__ void epilogue_full_tile_kind(const EpiArgs& e, const 
       bf162 res[16];
       if constexpr (EP == 1) {
 #pragma unroll
-        for (int j = j0; j < j0 + 8; ++j) {
+        for (int j = j0; j < j0 + 8 && j < BT / 8; ++j) {
           if (KS > 1 && j % KS != rank) continue;
 #pragma unroll
           for (int h = 0; h < 2; ++h) res[2 * (j - j0) + h] = *reinterpret_cast<const bf162*>(r + j * rstep + 8 * h);
         }
       }
 #pragma unroll
-      for (int j = j0; j < j0 + 8; ++j) {
+      for (int j = j0; j < j0 + 8 && j < BT / 8; ++j) {
         if (KS > 1 && j % KS != rank) continue;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {

@@ -1,6 +1,9 @@
-// Warp-specialized Hopper (sm_90a) W4A16 GEMM for m ≥ 64 with the A operand (dequantized INT4
-// weights) in registers: wgmma.mma_async m64nBTk16 "RS" form (A from registers, B = X tile from
-// shared memory), fp32 accumulators. The Machete arrangement, without CUTLASS.
+// Warp-specialized Hopper (sm_90a) W4A16 GEMM with the A operand (dequantized INT4 weights) in
+// registers: wgmma.mma_async m64nBTk16 "RS" form (A from registers, B = X tile from shared
+// memory), fp32 accumulators. The Machete arrangement, without CUTLASS. BT = 256 or 128 tokens
+// from 64 rows on (w4a16_gemm); 64 or 32 for smaller batches (w4a16_gemm_wgmma), where the
+// tensor work per k step is short and its four k16 wgmmas alternate between 2 or 4 accumulators
+// instead of waiting on one another.
 //
 // Block = 3 warpgroups (384 threads), persistent over tiles of 128 weight rows × BT tokens
 // (tile t → token tile t mod T, row tile t div T). Stage ring of S slots, each: X tile [BT][64]
@@ -48,6 +51,26 @@ __device__ __forceinline__ void prefetch_tmap(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
 
+__device__ __forceinline__ void wgmma_rs(float (&d)[16], const uint32_t* a, uint64_t db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+__device__ __forceinline__ void wgmma_rs(float (&d)[32], const uint32_t* a, uint64_t db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
 __device__ __forceinline__ void wgmma_rs(float (&d)[64], const uint32_t* a, uint64_t db) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
@@ -178,7 +201,12 @@ __global__ void __launch_bounds__(kRsThreads, 1)
   const int wl = warp & 3, g = lane >> 2, t = lane & 3;
   const int tl = cw * 4 + wl;  // this warp's 16-row tile in the block tile
   const bool odd = g & 1;
-  float acc[BT / 2];
+  // Accumulator chains: a narrow tile's four k16 wgmmas per k step would run back to back on one
+  // accumulator (latency-bound: the tensor work of n ≤ 64 is short), so they alternate between
+  // NC accumulators, summed before the epilogue.
+  constexpr int NC = BT <= 32 ? 4 : BT <= 64 ? 2 : 1;
+  float accs[NC][BT / 2];
+  float(&acc)[BT / 2] = accs[0];
   uint32_t a0[16], a1[16];
 
   // Waits for item `it`, then dequantizes this thread's fragments of it into `a`.
@@ -207,7 +235,7 @@ __global__ void __launch_bounds__(kRsThreads, 1)
     const uint32_t xaddr = smem_u32(smem + (it % S) * C::kStageAligned);
     wgmma_fence();
 #pragma unroll
-    for (int ks = 0; ks < 4; ++ks) wgmma_rs(acc, a + 4 * ks, sw128_desc(xaddr + ks * 32));
+    for (int ks = 0; ks < 4; ++ks) wgmma_rs(accs[ks % NC], a + 4 * ks, sw128_desc(xaddr + ks * 32));
     wgmma_commit();
   };
 
@@ -218,7 +246,9 @@ __global__ void __launch_bounds__(kRsThreads, 1)
     const int n0 = (tile / tok_tiles) * kRsRows;
     const bool valid = n0 / 16 + tl < ntiles16;
 #pragma unroll
-    for (int i = 0; i < BT / 2; ++i) acc[i] = 0.f;
+    for (int c = 0; c < NC; ++c)
+#pragma unroll
+      for (int i = 0; i < BT / 2; ++i) accs[c][i] = 0.f;
     dq(a0, item, valid);
     for (int kc = 0; kc < nk; kc += 2) {
       mma(a0, item);
@@ -235,6 +265,10 @@ __global__ void __launch_bounds__(kRsThreads, 1)
     }
     wgmma_wait0();
     mbar_arrive(&empty[(item - 1) % S]);
+#pragma unroll
+    for (int c = 1; c < NC; ++c)
+#pragma unroll
+      for (int i = 0; i < BT / 2; ++i) acc[i] += accs[c][i];
     if constexpr (KS > 1) {
       // Both warpgroups are done with the stage ring (and every copy into it has landed): store
       // the partial tile there as [token block j][consumer thread] float4, then sum token blocks
@@ -392,25 +426,52 @@ int rs_clusters_t() {
   return n;
 }
 
+// Stages per tile width: 6 × 37 KB (256 tokens), 8 × 21 KB (128), 12 × 13 KB (64), 16 × 9 KB
+// (32); the narrow tiles keep ≥ 48 KB of weights in flight per SM.
+template <int BT>
+constexpr int rs_stages() {
+  return BT == 256 ? 6 : BT == 128 ? 8 : BT == 64 ? 12 : 16;
+}
+
+template <int BT>
+cudaError_t launch_rs_bt(const bf16* x, int ldx, const Int4Weight& w, const EpiArgs& e, int max_blocks, int ksplit,
+                         cudaStream_t stream) {
+  constexpr int S = rs_stages<BT>();
+  if (ksplit >= 4) return launch_rs_t<BT, S, 4>(x, ldx, w, e, 0, stream);
+  if (ksplit >= 2) return launch_rs_t<BT, S, 2>(x, ldx, w, e, 0, stream);
+  return launch_rs_t<BT, S, 1>(x, ldx, w, e, max_blocks, stream);
+}
+
+template <int BT>
+int rs_clusters_bt(int ksplit) {
+  constexpr int S = rs_stages<BT>();
+  if (ksplit >= 4) return rs_clusters_t<BT, S, 4>();
+  if (ksplit >= 2) return rs_clusters_t<BT, S, 2>();
+  return 0;
+}
+
 }  // namespace
 
 cudaError_t launch_rs_int4(const bf16* x, int ldx, const Int4Weight& w, const EpiArgs& e, int bt, int max_blocks,
                            int ksplit, cudaStream_t stream) {
   ksplit = std::min(ksplit, w.kp / 64);  // every block of a cluster gets ≥ 1 k chunk
-  if (ksplit >= 4)
-    return bt == 256 ? launch_rs_t<256, 6, 4>(x, ldx, w, e, 0, stream)
-                     : launch_rs_t<128, 8, 4>(x, ldx, w, e, 0, stream);
-  if (ksplit >= 2)
-    return bt == 256 ? launch_rs_t<256, 6, 2>(x, ldx, w, e, 0, stream)
-                     : launch_rs_t<128, 8, 2>(x, ldx, w, e, 0, stream);
-  return bt == 256 ? launch_rs_t<256, 6, 1>(x, ldx, w, e, max_blocks, stream)
-                   : launch_rs_t<128, 8, 1>(x, ldx, w, e, max_blocks, stream);
+  switch (bt) {
+    case 256: return launch_rs_bt<256>(x, ldx, w, e, max_blocks, ksplit, stream);
+    case 128: return launch_rs_bt<128>(x, ldx, w, e, max_blocks, ksplit, stream);
+    case 64: return launch_rs_bt<64>(x, ldx, w, e, max_blocks, ksplit, stream);
+    case 32: return launch_rs_bt<32>(x, ldx, w, e, max_blocks, ksplit, stream);
+    default: return cudaErrorInvalidValue;
+  }
 }
 
 int rs_split_clusters(int bt, int ksplit) {
-  if (ksplit >= 4) return bt == 256 ? rs_clusters_t<256, 6, 4>() : rs_clusters_t<128, 8, 4>();
-  if (ksplit >= 2) return bt == 256 ? rs_clusters_t<256, 6, 2>() : rs_clusters_t<128, 8, 2>();
-  return 0;
+  switch (bt) {
+    case 256: return rs_clusters_bt<256>(ksplit);
+    case 128: return rs_clusters_bt<128>(ksplit);
+    case 64: return rs_clusters_bt<64>(ksplit);
+    case 32: return rs_clusters_bt<32>(ksplit);
+    default: return 0;
+  }
 }
 
 }  // namespace detail

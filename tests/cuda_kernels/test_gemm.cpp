@@ -40,12 +40,13 @@ struct Int4Case {
   int m, n, k, group;
   bool asym, sbf16;
   Epilogue ep;
+  bool wgmma = false;  // w4a16_gemm_wgmma (the wgmma kernel at any m) instead of w4a16_gemm
 };
 
 std::string name(const Int4Case& c) {
   char b[160];
-  std::snprintf(b, sizeof b, "m=%d n=%d k=%d g=%d %s %s ep=%d", c.m, c.n, c.k, c.group,
-                c.asym ? "asym" : "sym", c.sbf16 ? "bf16-scales" : "fp16-scales", int(c.ep));
+  std::snprintf(b, sizeof b, "m=%d n=%d k=%d g=%d %s %s ep=%d%s", c.m, c.n, c.k, c.group,
+                c.asym ? "asym" : "sym", c.sbf16 ? "bf16-scales" : "fp16-scales", int(c.ep), c.wgmma ? " wgmma" : "");
   return b;
 }
 
@@ -86,7 +87,10 @@ void run_int4(const Int4Case& c, double bound) {
   o.ldr = c.n;
   for (int rep = 0; rep < 2; ++rep) {  // twice: split-K tickets must reset themselves
     poison(y.p, y.bytes());
-    G4C_CUDA_OK(cuda::w4a16_gemm(dx.p, c.m, c.k, w, c.ep, o, wsbuf.p, wsb, nullptr));
+    if (c.wgmma)
+      G4C_CUDA_OK(cuda::w4a16_gemm_wgmma(dx.p, c.m, c.k, w, c.ep, o, nullptr));
+    else
+      G4C_CUDA_OK(cuda::w4a16_gemm(dx.p, c.m, c.k, w, c.ep, o, wsbuf.p, wsb, nullptr));
     G4C_CUDA_OK(cudaDeviceSynchronize());
     size_t bad = 0;
     const double err = rel_err(ref, to_float(y.get()), &bad);
@@ -177,6 +181,23 @@ TEST(GpuW4A16, PrefillSplitK) {
   run_int4({256, 256, 1536, 128, true, true, Epilogue::ResidualAdd}, kInt4Bound);
   run_int4({256, 256, 4096, 64, false, false, Epilogue::Store}, kInt4Bound);
   run_int4({200, 136, 4096, 128, true, false, Epilogue::GeluMul}, kGeluBound);
+}
+
+// The wgmma kernel's 32- and 64-token tiles (batches of ≤ 32 / ≤ 64 rows): rows past m in the
+// tile (TMA zero fill, the tested epilogue), full tiles (the straight-line epilogue, each kind),
+// split-K (n small, k long: clusters of 2 / 4 blocks), n and k tails.
+TEST(GpuW4A16, NarrowWgmmaTiles) {
+  G4C_REQUIRE_GPU();
+  run_int4({1, 200, 328, 64, false, false, Epilogue::Store, true}, kInt4Bound);
+  run_int4({17, 300, 776, 128, true, true, Epilogue::ResidualAdd, true}, kInt4Bound);
+  run_int4({32, 256, 1024, 128, false, true, Epilogue::ResidualAdd, true}, kInt4Bound);
+  run_int4({32, 136, 520, 64, true, false, Epilogue::GeluMul, true}, kGeluBound);
+  run_int4({32, 512, 2048, 128, true, false, Epilogue::Store, true}, kInt4Bound);
+  run_int4({33, 64, 4096, 128, false, true, Epilogue::Store, true}, kInt4Bound);
+  run_int4({48, 130, 15360, 128, true, false, Epilogue::Store, true}, kInt4Bound);
+  run_int4({64, 264, 1024, 64, true, false, Epilogue::GeluMul, true}, kGeluBound);
+  run_int4({64, 384, 3840, 128, false, false, Epilogue::ResidualAdd, true}, kInt4Bound);
+  run_int4({24, 72, 6000, 64, true, true, Epilogue::ResidualAdd, true}, kInt4Bound);
 }
 
 // More tiles than SMs (256 tiles of 128 × 128 on 132 SMs, more on the 16-SM slice): each block of
