@@ -26,6 +26,10 @@
 #                `g4c quantize --method gptq` with its defaults (128 x 512 calibration tokens of
 #                datasets/calibration-256.jsonl) on the GPU under --budget 9984MiB; the seconds by
 #                stage, peak and total land in quantize_table.txt (new pack only)
+#     KERNELS    "1": first run the pack's g4c_bench_decode (packed with G4C_PACK_EXTRA or
+#                G4C_PACK_ONLY) on the whole GPU and in a 16-SM green context, the forced-variant
+#                columns left out (G4C_BENCH_VARIANTS=""); its table of 8…64 rows (default dispatch,
+#                decode kernels, wgmma kernel) lands in kernels.txt
 # Exit status: 1 when a run failed or the tokens of baseline and new differ, else 0.
 set -uo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 PACKDIR [BASELINE_PACKDIR]" >&2; exit 2; }
@@ -66,6 +70,19 @@ if [ ! -f "$CKPT/config.json" ]; then
 fi
 
 FAILED=0
+if [ "${KERNELS:-0}" = 1 ]; then
+  if [ -f "$NEW/bin/g4c_bench_decode.xz" ]; then
+    xz -dc "$NEW/bin/g4c_bench_decode.xz" > "$WORK/new/g4c_bench_decode" && chmod +x "$WORK/new/g4c_bench_decode"
+    for green in "" "--green 16"; do
+      G4C_BENCH_VARIANTS="" timeout "$TO" "$WORK/new/g4c_bench_decode" $green > "$R/bench_decode.log" 2>&1 ||
+        { echo "g4c_bench_decode $green failed" >&2; FAILED=1; }
+      grep -E "^==|dflt .*wgmma" "$R/bench_decode.log"
+    done | tee "$R/kernels.txt"
+  else
+    echo "KERNELS=1: no g4c_bench_decode in $NEW" >&2
+    FAILED=1
+  fi
+fi
 if [ "${QUANTIZE:-0}" = 1 ]; then
   BF16=$WORK/gemma4-12b-bf16-seed${SEED:-0}
   if [ ! -f "$BF16/config.json" ]; then
