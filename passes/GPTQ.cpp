@@ -130,7 +130,9 @@ struct GptqPass : impl::GPTQBase<GptqPass> {
                                          b.getNamedAttr("damp", b.getF64FloatAttr(damp)),
                                          b.getNamedAttr("block_size", b.getI64IntegerAttr(blockSize)),
                                          b.getNamedAttr("act_order", b.getBoolAttr(actOrder)),
-                                         b.getNamedAttr("clip", b.getStringAttr(clip))}));
+                                         b.getNamedAttr("clip", b.getStringAttr(clip)),
+                                         b.getNamedAttr("quantease_sweeps",
+                                                        b.getI64IntegerAttr(opt.gptq.quantease_sweeps))}));
   }
 };
 

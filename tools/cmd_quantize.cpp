@@ -56,6 +56,7 @@ struct QuantArgs {
   double damp = 0.01;
   int block = 128;
   bool act_order = false;
+  int quantease = 0;  // sweeps of QuantEase coordinate descent after GPTQ (0: off)
   bool true_sequential = false;
   bool gptaq = false;  // solve against the full-precision model's outputs (quant/gptaq.h)
   std::string clip = "mse";  // none | mse (quant::ClipSearch): the best measured (docs/QUANTIZATION.md)
@@ -145,6 +146,8 @@ void run_quantize(const QuantArgs& a) {
   if (a.awq && a.dev.device != "cpu") throw Error("quantize: --awq runs its calibration forwards on the CPU (--device cpu)");
   if (a.awq && a.calibration.empty()) throw Error("quantize: --awq needs --calibration FILE.jsonl");
   if (a.awq_grid < 1) throw Error("quantize: --awq-grid must be at least 1");
+  if (a.quantease < 0) throw Error("quantize: --quantease must be ≥ 0");
+  if (a.quantease > 0 && a.method != "gptq") throw Error("quantize: --quantease refines GPTQ's codes (--method gptq)");
   if (a.clip != "none" && a.clip != "mse") throw Error("quantize: --clip must be none or mse, got " + a.clip);
   const quant::ClipSearch clip = a.clip == "mse" ? quant::ClipSearch::mse() : quant::ClipSearch{};
   const bool sym = !a.asymmetric;
@@ -187,6 +190,7 @@ void run_quantize(const QuantArgs& a) {
     const bool gpu = backend != nullptr;
     if (a.host_solve && !gpu) throw Error("quantize: --host-solve goes with --device cuda");
     const bool gpu_solve = gpu && !a.host_solve;
+    if (gpu_solve && a.quantease > 0) throw Error("quantize: --quantease runs on the host (--device cpu or --host-solve)");
     if (gpu_solve) {  // before any forward: the solve's own check, not a copy of it
       quant::GptqOptions o;
       o.spec = spec;
@@ -213,6 +217,7 @@ void run_quantize(const QuantArgs& a) {
     opt.gptq.block_size = a.block;
     opt.gptq.act_order = a.act_order;
     opt.gptq.clip = clip;
+    opt.gptq.quantease_sweeps = a.quantease;
     opt.true_sequential = a.true_sequential;
     opt.reference = reference.get();
     opt.threads = threads;
@@ -230,6 +235,10 @@ void run_quantize(const QuantArgs& a) {
       layers_meta.push_back({{"name", name}, {"out_features", r.out}, {"in_features", r.in},
                              {"dead_columns", r.dead_columns}, {"predicted_loss", r.predicted_loss},
                              {"calibration_rows", r.calibration_rows}, {"seconds", r.seconds}});
+      if (a.quantease > 0) {
+        layers_meta.back()["gptq_loss"] = r.gptq_loss;
+        layers_meta.back()["quantease_changed"] = r.quantease_changed;
+      }
     };
     // Logs (stderr not a terminal) get a line per layer: the bar prints only at the end there.
     const bool log_layers = !isatty(STDERR_FILENO) && Progress::enabled();
@@ -337,6 +346,7 @@ void run_quantize(const QuantArgs& a) {
     // false: all Linears of a layer see that layer's unquantized inputs
     qc["true_sequential"] = a.true_sequential;
     qc["gptaq"] = a.gptaq;
+    qc["quantease_sweeps"] = a.quantease;
     qc["calibration"] = calib_meta;
   }
   // Every stage of the run: the GPTQ pass split into its parts (its remainder: pass_other), the
@@ -369,13 +379,19 @@ void run_quantize(const QuantArgs& a) {
   qc["layers"] = layers_meta;
   if (!a.fake_quant) models::write_manifest(man, dst / "manifest.json");
   std::ofstream(dst / "quantization_config.json") << qc.dump(2) << "\n";
-  double loss = 0.0;
-  for (const auto& l : layers_meta)
+  double loss = 0.0, gptq_loss = 0.0;
+  int64_t changed = 0;
+  for (const auto& l : layers_meta) {
     if (l.contains("predicted_loss")) loss += l["predicted_loss"].get<double>();
+    if (l.contains("gptq_loss")) gptq_loss += l["gptq_loss"].get<double>();
+    if (l.contains("quantease_changed")) changed += l["quantease_changed"].get<int64_t>();
+  }
+  std::string objective;
+  if (a.method == "gptq") objective = ", total GPTQ objective " + std::to_string(loss);
+  if (a.quantease > 0)
+    objective += " (QuantEase: from " + std::to_string(gptq_loss) + ", " + std::to_string(changed) + " codes changed)";
   std::fprintf(stderr, "quantize: %s %s g%d, %zu linears in %.1f s%s -> %s\n", a.method.c_str(), sym ? "sym" : "asym",
-               a.group, quantized, secs,
-               a.method == "gptq" ? (", total GPTQ objective " + std::to_string(loss)).c_str() : "",
-               a.output.c_str());
+               a.group, quantized, secs, objective.c_str(), a.output.c_str());
   std::string line;
   for (const auto& [name, t] : tj.items()) {
     char buf[96];
@@ -399,6 +415,10 @@ void add_quantize_command(CLI::App& app) {
   cmd->add_option("--damp", a->damp, "GPTQ damping, fraction of mean(diag H)");
   cmd->add_option("--block-size", a->block, "GPTQ column block")->check(CLI::PositiveNumber);
   cmd->add_flag("--act-order", a->act_order, "GPTQ: quantize columns by decreasing diag H (static groups)");
+  cmd->add_option("--quantease", a->quantease,
+                  "GPTQ: after each Linear's solve, up to N sweeps of QuantEase coordinate descent on its codes "
+                  "(group scales/zeros fixed; host solve; 0 = off)")
+      ->capture_default_str();
   cmd->add_option("--clip", a->clip,
                   "group ranges: mse (MSE-optimal shrink of each group's range; GPTQ searches it when the solve "
                   "reaches the group, on the error-updated weights) | none (min/max)")

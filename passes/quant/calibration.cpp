@@ -158,6 +158,8 @@ void quantize_observed(CalibrationExecutor& exec, int layer, const std::vector<L
     rep.in = li.in;
     rep.dead_columns = r.dead_columns;
     rep.predicted_loss = r.predicted_loss;
+    rep.gptq_loss = r.gptq_loss;
+    rep.quantease_changed = r.quantease_changed;
     rep.seconds = r.seconds;
     rep.calibration_rows = st.rows();
     if (opt.on_linear) opt.on_linear(rep, r.q);

@@ -87,7 +87,9 @@ struct LinearReport {
   std::string name;
   int64_t out = 0, in = 0;
   int64_t dead_columns = 0;
-  double predicted_loss = 0.0;  // GPTQ objective (see GptqResult)
+  double predicted_loss = 0.0;  // GPTQ objective (see GptqResult; of the refined codes with QuantEase)
+  double gptq_loss = 0.0;       // the objective of GPTQ's own codes (GptqResult::gptq_loss)
+  int64_t quantease_changed = 0;
   double seconds = 0.0;         // GPTQ solve time of this Linear
   int64_t calibration_rows = 0;
 };

@@ -8,6 +8,7 @@
 
 #include "models/error.h"
 #include "passes/quant/linalg.h"
+#include "passes/quant/quantease.h"
 
 namespace g4c::quant {
 
@@ -77,6 +78,7 @@ PreparedHessian prepare_hessian(const std::vector<double>& Hin, int64_t n, const
   mean_diag /= double(n);
   P.damp_value = opt.damp * mean_diag;
   for (int64_t j = 0; j < n; ++j) H[j * n + j] += P.damp_value;
+  if (opt.quantease_sweeps > 0) P.h = H;
   P.hinv.resize(static_cast<size_t>(n * n));
   if (!upper_cholesky_of_inverse(H.data(), n, P.hinv.data()))
     throw Error("gptq: the damped Hessian (" + std::to_string(n) + "×" + std::to_string(n) + ", damp " +
@@ -189,7 +191,12 @@ GptqResult gptq_quantize(const float* W, int64_t out, int64_t in, const Prepared
   // Padding columns decode to 0.
   for (int64_t o = 0; o < out; ++o)
     for (int64_t c = in; c < q.padded_in; ++c) q.codes[o * q.padded_in + c] = q.zeros[o * ng + c / G];
-  res.predicted_loss = loss;
+  res.predicted_loss = res.gptq_loss = loss;
+  if (opt.quantease_sweeps > 0) {
+    const QuantEaseStats qe = quantease_refine(W, out, in, P, opt.quantease_sweeps, opt.threads, q);
+    res.predicted_loss = qe.after;
+    res.quantease_changed = qe.changed;
+  }
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;
 }

@@ -57,6 +57,9 @@ struct GptqOptions {
   bool act_order = false;
   ClipSearch clip;  // disabled: the lab's min/max range
   int threads = 1;  // output rows solved in parallel (results do not depend on it)
+  // > 0: after the solve, that many sweeps (at most) of QuantEase coordinate descent on the codes,
+  // scales/zeros fixed (passes/quant/quantease.h); host solve only.
+  int quantease_sweeps = 0;
 };
 
 // Group parameters are fixed before the solve (from the original weights) with act_order, whose
@@ -69,7 +72,10 @@ struct GptqResult {
   int64_t dead_columns = 0;
   // The GPTQ objective Σ_j ‖w_j − q_j‖² / (2·Hinv_jj²) — the increase of
   // ½·tr((W−Q)·H_damped·(W−Q)ᵀ), i.e. ‖X·(W−Q)ᵀ‖² plus the damping term, for H = 2XᵀX.
+  // With quantease_sweeps, the objective of the refined codes.
   double predicted_loss = 0.0;
+  double gptq_loss = 0.0;         // the same objective of GPTQ's own codes (before any refinement)
+  int64_t quantease_changed = 0;  // codes the refinement changed
   double damp_value = 0.0;  // damp · mean(diag H) actually added
   double seconds = 0.0;
 };
@@ -86,6 +92,7 @@ struct PreparedHessian {
   std::vector<char> dead;      // [n]
   std::vector<int64_t> perm;   // visiting order (identity without act-order)
   std::vector<double> hinv;    // upper Cholesky factor of the damped, permuted H⁻¹
+  std::vector<double> h;       // the damped, permuted H itself; kept only with quantease_sweeps
   int64_t dead_columns = 0;
   double damp_value = 0.0;
 };
