@@ -1,7 +1,9 @@
 // Benchmark of the W4A16 decode GEMM at Gemma-4-12B shapes: m ≤ 16, the default dispatch of
 // w4a16_gemm against each variant of gemm_decode.cu forced (development A/Bs of the decode rule);
 // then 8 … 64 rows: the default dispatch, the decode kernels (one weight pass up to
-// kDecodeMaxRows, two above) and the wgmma kernel with 32- / 64-token tiles (w4a16_gemm_wgmma).
+// kDecodeMaxRows, two above) and the wgmma kernel with 32- / 64-token tiles (w4a16_gemm_wgmma);
+// last the LM head 3840 -> 262144 at 1 … 64 rows: BF16 table (bf16_gemm, SoftcapF32 with cap 0, as
+// the backend runs it) against the per-row INT8 table (w8a16_gemm_f32).
 // Usage: g4c_bench_decode [--green N]  (N-SM green context, DESIGN.md §5).
 // Timing: CUDA graph of ≥ 20 launches rotating over weight copies that together exceed L2 (400
 // MB), CUDA events, warm-up replay, median of 9 replays. Bytes = qweight + scales + x + y.
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "runtime/cuda/gemm_decode.cuh"
+#include "runtime/cuda/gemm_w8.cuh"
 #include "runtime/cuda/kernels.h"
 #include "bench/cuda/bench_util.h"
 
@@ -239,5 +242,44 @@ int main(int argc, char** argv) {
     CK(cudaFree(mem));
   }
   CK(cudaFree(pool));
+
+  // LM head: both tables exceed L2 many times over, so each launch streams its table from DRAM.
+  if (!only_shape || std::strstr("lm head", only_shape)) {
+    constexpr int kVocab = 262144, kHidden = 3840;
+    bf16 *tab16, *x;
+    int8_t* codes;
+    float *scales, *y;
+    CK(dmalloc(&tab16, size_t(kVocab) * kHidden * 2));
+    CK(dmalloc(&codes, size_t(kVocab) * kHidden));
+    CK(dmalloc(&scales, size_t(kVocab) * 4));
+    CK(dmalloc(&x, size_t(kMaxM) * kHidden * 2));
+    CK(dmalloc(&y, size_t(kMaxM) * kVocab * 4));
+    fill_random(tab16, size_t(kVocab) * kHidden * 2, 21, true);
+    fill_random(codes, size_t(kVocab) * kHidden, 22, false);
+    CK(cudaMemset(scales, 0x3c, size_t(kVocab) * 4));  // fp32 ≈ 0.0115
+    fill_random(x, size_t(kMaxM) * kHidden * 2, 23, true);
+    const Bf16Weight wb{tab16, kVocab, kHidden, kHidden, false};
+    const Int8RowsWeight w8{codes, scales, kVocab, kHidden};
+    GemmOut o;
+    o.y = y;
+    o.ldy = kVocab;
+    o.softcap = 0.f;
+    std::printf("== LM head %d -> %d, fp32 logits: BF16 table (bf16_gemm) vs per-row INT8 table (w8a16_gemm_f32)\n",
+                kHidden, kVocab);
+    for (int m : {1, 8, 16, 32, 64}) {
+      const double tb = time_graph([&](int) { CK(bf16_gemm(x, m, kHidden, wb, Epilogue::SoftcapF32, o, g_stream)); }, 10);
+      const double t8 = time_graph([&](int) { CK(w8a16_gemm_f32(x, m, kHidden, w8, y, kVocab, g_stream)); }, 10);
+      const double io = 2.0 * m * kHidden + 4.0 * m * kVocab;  // x + fp32 logits
+      const double bb = 2.0 * kVocab * kHidden + io, b8 = double(kVocab) * kHidden + 4.0 * kVocab + io;
+      std::printf("lm head M=%2d  bf16 %8.1f us %6.0f GB/s   int8 %8.1f us %6.0f GB/s   (%.2fx)\n", m, tb * 1e3,
+                  bb / (tb * 1e-3) / 1e9, t8 * 1e3, b8 / (t8 * 1e-3) / 1e9, tb / t8);
+      std::fflush(stdout);
+    }
+    CK(cudaFree(tab16));
+    CK(cudaFree(codes));
+    CK(cudaFree(scales));
+    CK(cudaFree(x));
+    CK(cudaFree(y));
+  }
   return 0;
 }
