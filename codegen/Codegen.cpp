@@ -94,8 +94,10 @@ int Lowering::weight(FlatSymbolRefAttr sym) {
                                  residency, uint64_t(w.storageBytes()));
   } else {
     const std::string key = w.getSource() ? w.getSource()->str() : base + ".weight";
-    out = fb::CreateWeightDirect(fbb_, key.c_str(), dtypeOf(type.getElementType()), &shape, fb::WeightFormat::Dense,
-                                 key.c_str(), Offset<fb::Int4Layout>(), residency, uint64_t(w.storageBytes()));
+    const auto format = w.getInt8Rows() ? fb::WeightFormat::Int8Rows : fb::WeightFormat::Dense;
+    const int64_t read = type.getNumElements() * int64_t(type.getElementTypeBitWidth() / 8);
+    out = fb::CreateWeightDirect(fbb_, key.c_str(), dtypeOf(type.getElementType()), &shape, format, key.c_str(),
+                                 Offset<fb::Int4Layout>(), residency, uint64_t(read));
   }
   weights_.push_back(out);
   return weightIds_[base] = int(weights_.size()) - 1;

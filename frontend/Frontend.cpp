@@ -164,7 +164,7 @@ void DecoderBuilder::declareWeights(mlir::ModuleOp module) {
     }
     mlir::IntegerAttr layerAttr;
     if (name.rfind("layers.", 0) == 0) layerAttr = b_.getI64IntegerAttr(std::stoll(name.substr(7)));
-    g4::WeightOp::create(b_, loc_, b_.getStringAttr(name), mlir::TypeAttr::get(type), quant, mlir::StringAttr(),
+    g4::WeightOp::create(b_, loc_, b_.getStringAttr(name), mlir::TypeAttr::get(type), quant, mlir::UnitAttr(), mlir::StringAttr(),
                          layerAttr, b_.getStringAttr(w.source));
   }
 }

@@ -117,6 +117,8 @@ LogicalResult WeightOp::verify() {
       return emitOpError() << "padded_in " << quant->getPaddedIn() << " must be ceil(" << in << " / "
                            << quant->getGroupSize() << ") * " << quant->getGroupSize();
   }
+  if (getInt8Rows() && (type.getRank() != 2 || getQuant()))
+    return emitOpError("int8_rows storage needs a 2-D weight without quant");
   if (auto r = getResidency(); r && *r != "resident" && *r != "streamed")
     return emitOpError() << "residency must be \"resident\" or \"streamed\", got \"" << *r << "\"";
   return success();
@@ -125,6 +127,7 @@ LogicalResult WeightOp::verify() {
 int64_t WeightOp::storageBytes() {
   auto type = getTensorType();
   if (auto quant = getQuant()) return quant->storageBytes(type.getShape()[0]);
+  if (getInt8Rows()) return type.getNumElements() + type.getShape()[0] * 4;  // codes + fp32 scales
   return type.getNumElements() * int64_t(type.getElementTypeBitWidth() / 8);
 }
 

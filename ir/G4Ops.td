@@ -28,7 +28,9 @@ def G4_WeightOp : G4_Op<"weight", [Symbol, HasParent<"::mlir::ModuleOp">]> {
   let description = [{
     Declares a weight by its checkpoint name (prefix stripped, without the
     `.weight` suffix). `type` is the logical BF16 shape ([out, in] for a
-    Linear). `quant` marks INT4 group-quantized storage; `source` is the
+    Linear). `quant` marks INT4 group-quantized storage; `int8_rows` marks a
+    dense table stored as int8 codes and one fp32 scale per row, quantized
+    when the runtime loads it (g4-quantize-table); `source` is the
     checkpoint key; `layer` is the decoder layer it belongs to (absent for
     the embedding and the final norm). `g4-plan-offload` sets `residency`
     to "resident" or "streamed".
@@ -42,6 +44,7 @@ def G4_WeightOp : G4_Op<"weight", [Symbol, HasParent<"::mlir::ModuleOp">]> {
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, TypeAttrOf<AnyStaticShapeTensor>:$type,
                        OptionalAttr<G4_Int4QuantAttr>:$quant,
+                       OptionalAttr<UnitAttr>:$int8_rows,
                        OptionalAttr<StrAttr>:$residency,
                        OptionalAttr<I64Attr>:$layer,
                        OptionalAttr<StrAttr>:$source);
@@ -51,7 +54,8 @@ def G4_WeightOp : G4_Op<"weight", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     ::mlir::RankedTensorType getTensorType() {
       return ::llvm::cast<::mlir::RankedTensorType>(getType());
     }
-    // Device bytes of the stored weight (BF16, or INT4 codes+scales+zeros).
+    // Device bytes of the stored weight (BF16, INT4 codes+scales+zeros, or int8 codes + fp32
+    // row scales).
     int64_t storageBytes();
     bool isStreamed() { return getResidency() && *getResidency() == "streamed"; }
   }];

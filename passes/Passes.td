@@ -60,6 +60,20 @@ def FuseLMHead : Pass<"g4-fuse-lm-head", "::mlir::ModuleOp"> {
   }];
 }
 
+def QuantizeTable : Pass<"g4-quantize-table", "::mlir::ModuleOp"> {
+  let summary = "store the embedding / LM head table as int8 codes with one fp32 scale per row";
+  let description = [{
+    With `dtype=int8`, sets `int8_rows` on every g4.weight read as a table by
+    g4.embed, g4.logits or g4.lm_head: the runtime keeps int8 codes and a
+    scale amax(|row|)/127 per row (runtime/int8_rows.h) instead of the BF16
+    tensor, half the bytes (Gemma-4-12B's tied table: 1.0 GB instead of
+    2.0 GB, which the planners then give to KV), read once per decode step by
+    the LM head. `dtype=bf16` leaves the graph unchanged. Runs before the
+    planning passes, which count the stored bytes.
+  }];
+  let options = [Option<"dtype", "dtype", "std::string", "\"int8\"", "table storage: bf16 | int8">];
+}
+
 def FuseQKNormRope : Pass<"g4-fuse-qk-norm-rope", "::mlir::ModuleOp"> {
   let summary = "q/k per-head norms + RoPE, v norm and kv_write -> g4.qk_norm_rope_kv_write";
   let description = [{

@@ -19,6 +19,7 @@ std::vector<std::string> pipeline_passes(const PipelineOptions& o) {
   p.push_back(std::string("g4-fuse-dequant-gemm{fuse-gate-up=") + (o.fuse_gate_up ? "true" : "false") + "}");
   p.push_back("g4-fuse-attention-mask");
   p.push_back("g4-fuse-lm-head");
+  if (o.table_dtype != "bf16") p.push_back("g4-quantize-table{dtype=" + o.table_dtype + "}");
   p.push_back("g4-fuse-norm-residual");
   p.push_back("g4-plan-kv{block-size=" + n(o.kv_block_size) + " max-chunk=" + n(o.max_chunk) + " max-seqs=" +
               n(o.max_seqs) + " max-seq-len=" + n(o.max_seq_len) + " sliding-kv=" + o.sliding_kv +

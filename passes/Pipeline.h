@@ -19,6 +19,7 @@ struct PipelineOptions {
   int64_t graph_max_tokens = 256;  // largest prefill bucket replayed as a CUDA graph (g4-plan-buckets)
   std::string sliding_kv = "auto";  // sliding layers' KV: ring | paged | auto (g4-plan-kv)
   std::string kv_dtype = "auto";    // KV storage: auto | bf16 | fp8 (g4-plan-kv kv-dtype)
+  std::string table_dtype = "bf16";  // embedding / LM head table: bf16 | int8 (g4-quantize-table)
   bool fuse_gate_up = true;
   int64_t context_mib = 512, workspace_mib = 64, graph_pool_mib = 32;
   // Extra passes (textual, e.g. "g4-quantize-rtn{group-size=128}") run on the

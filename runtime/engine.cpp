@@ -29,6 +29,7 @@ std::unique_ptr<Engine> Engine::open(const std::filesystem::path& model_dir, std
                                                                  : std::max(256, std::min(options.max_seq_len, budget));
     ro.max_seq_len = options.max_seq_len;
     ro.kv_dtype = options.reference_kv_dtype;
+    ro.table_dtype = options.reference_table_dtype;
     plan = plan::build_reference_plan(cfg, *ckpt, ro);
   }
   plan::verify_plan_matches(*plan, cfg, *ckpt);  // before any weight is read

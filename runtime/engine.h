@@ -69,6 +69,8 @@ struct EngineOptions {
   // Only when open() builds the reference plan: its KV storage type (ReferenceOptions::kv_dtype:
   // auto = F32, bf16, fp8).
   std::string reference_kv_dtype = "auto";
+  // Only when open() builds the reference plan: its table storage (ReferenceOptions::table_dtype).
+  std::string reference_table_dtype = "bf16";
 };
 
 // Steps whose every row decodes one token (no prompt tokens), for one row count: how many, their

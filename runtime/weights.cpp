@@ -8,6 +8,7 @@
 #include "models/error.h"
 #include "models/int4.h"
 #include "models/safetensors.h"
+#include "runtime/int8_rows.h"
 #include "runtime/thread_pool.h"
 
 namespace g4c::runtime {
@@ -32,10 +33,17 @@ void tensor_to_f32(const models::TensorView& v, float* out, int threads) {
 namespace {
 
 std::vector<float> load_one(const plan::fb::Weight& w, const models::Checkpoint& ckpt, int threads) {
-  if (w.format() == plan::fb::WeightFormat::Dense) {
+  if (w.format() != plan::fb::WeightFormat::Int4) {
     auto v = ckpt.get(w.checkpoint_key()->str());
     std::vector<float> out(size_t(v.info->numel()));
     tensor_to_f32(v, out.data(), threads);
+    if (w.format() == plan::fb::WeightFormat::Int8Rows) {  // the values the INT8 table holds
+      const int64_t cols = w.shape()->Get(1), rows = int64_t(out.size()) / cols;
+      parallel_chunks(rows, threads, 256, [&](int64_t b, int64_t e) {
+        std::vector<int8_t> codes(static_cast<size_t>(cols));
+        round_trip_rows_int8(out.data() + b * cols, size_t(e - b), size_t(cols), codes.data());
+      });
+    }
     return out;
   }
   const auto* l = w.int4();
@@ -115,7 +123,7 @@ std::unique_ptr<WeightStore> WeightStore::load_lazy(const plan::Plan& plan,
 std::span<const uint16_t> WeightStore::checkpoint_bf16(int id) const {
   if (!lazy_ || id < 0 || id >= size() || replaced_[size_t(id)] || released(id)) return {};
   const auto* w = (*plan_)->weights()->Get(id);
-  if (w->format() != plan::fb::WeightFormat::Dense) return {};
+  if (w->format() == plan::fb::WeightFormat::Int4) return {};
   auto v = ckpt_->get(w->checkpoint_key()->str());
   if (v.info->dtype != DType::BF16 || size_t(v.info->numel()) != numel(id)) return {};
   return {v.as<uint16_t>(), numel(id)};

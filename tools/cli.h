@@ -28,6 +28,17 @@ inline CLI::Option* add_kv_dtype_option(CLI::App* cmd, std::string& target, cons
       ->capture_default_str();
 }
 
+// --table-dtype auto|bf16|int8 into `target`; `auto_means` says what auto stores for this command.
+inline CLI::Option* add_table_dtype_option(CLI::App* cmd, std::string& target, const std::string& auto_means) {
+  return cmd
+      ->add_option("--table-dtype", target,
+                   "embedding / LM head table storage: auto (" + auto_means +
+                       "), bf16, or int8 (codes and an fp32 scale per row, quantized at load: half "
+                       "the bytes of bf16)")
+      ->check(CLI::IsMember({"auto", "bf16", "int8"}))
+      ->capture_default_str();
+}
+
 // Thrown by a subcommand that is not implemented yet: main prints it and exits 2.
 struct NotImplemented {
   const char* command;

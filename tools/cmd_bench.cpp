@@ -183,6 +183,13 @@ std::string kv_storage(const plan::Plan& p) {
   return out.empty() ? "none" : out;
 }
 
+// The storage of a plan's embedding / LM head table: "int8" when it is an Int8Rows weight.
+std::string table_storage(const plan::Plan& p) {
+  for (const auto* w : *p->weights())
+    if (w->format() == plan::fb::WeightFormat::Int8Rows) return "int8";
+  return "dense";
+}
+
 std::string utc_now() {
   const std::time_t t = std::time(nullptr);
   char b[32];
@@ -242,7 +249,8 @@ json bench(const BenchArgs& a) {
                     {"token_budget", engine->options().token_budget},
                     {"chunk_tokens", engine->options().chunk_tokens},
                     {"mixed_prefill_tokens", engine->options().mixed_prefill_tokens},
-                    {"kv_dtype", kv_storage(engine->plan())}};
+                    {"kv_dtype", kv_storage(engine->plan())},
+                    {"table_dtype", table_storage(engine->plan())}};
   rep["load_s"] = load_s;
   rep["requests"] = full[0].summary["requests"];
   std::vector<double> el, pel, ttft, tpot;

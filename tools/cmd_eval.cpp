@@ -37,6 +37,7 @@ struct EvalArgs {
   int threads = 0;
   int limit = 0;
   std::string kv_dtype = "auto";
+  std::string table_dtype = "auto";
 };
 
 struct Agg {
@@ -76,7 +77,8 @@ void run_eval(const EvalArgs& a) {
 
   // One single-threaded Engine per worker; the workers take whole sequences.
   std::vector<std::unique_ptr<tools::EngineScorer>> engines;
-  for (int t = 0; t < threads; ++t) engines.push_back(std::make_unique<tools::EngineScorer>(a.model, a.max_len, 1, a.kv_dtype));
+  for (int t = 0; t < threads; ++t) engines.push_back(std::make_unique<tools::EngineScorer>(a.model, a.max_len, 1, a.kv_dtype,
+                                                                     a.table_dtype == "auto" ? "bf16" : a.table_dtype));
   const bool is_int4 = models::Int4Checkpoint::is_int4_dir(a.model);
   auto tok = models::Tokenizer::load(std::filesystem::path(a.model) / "tokenizer.json");
 
@@ -170,6 +172,7 @@ void run_eval(const EvalArgs& a) {
   out["dataset_sha256"] = sha;
   out["chunk_size"] = a.chunk;
   out["kv_dtype"] = a.kv_dtype;
+  out["table_dtype"] = a.table_dtype == "auto" ? "bf16" : a.table_dtype;
   out["max_sequence_length"] = a.max_len;
   out["bucket_lengths"] = buckets;
   const nlohmann::json totals = agg_json(all);
@@ -210,6 +213,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--threads", a->threads, "worker threads (default: all cores)");
   cmd->add_option("--limit", a->limit, "evaluate only the first N sequences (0: all)");
   cli::add_kv_dtype_option(cmd, a->kv_dtype, "fp32");
+  cli::add_table_dtype_option(cmd, a->table_dtype, "bf16");
   cmd->callback([a] { run_eval(*a); });
 }
 

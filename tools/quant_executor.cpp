@@ -19,9 +19,11 @@ namespace g4c::tools {
 
 // ---- scoring ----
 
-EngineScorer::EngineScorer(const std::filesystem::path& dir, int max_len, int threads, const std::string& kv_dtype) {
+EngineScorer::EngineScorer(const std::filesystem::path& dir, int max_len, int threads, const std::string& kv_dtype,
+                           const std::string& table_dtype) {
   runtime::EngineOptions o;
   o.reference_kv_dtype = kv_dtype;
+  o.reference_table_dtype = table_dtype;
   o.max_sequences = 1;
   o.max_seq_len = std::max(2, max_len);
   o.threads = std::max(1, threads);

@@ -31,7 +31,8 @@ namespace g4c::tools {
 // KV storage `kv_dtype` (ReferenceOptions::kv_dtype: auto = F32, bf16, fp8).
 class EngineScorer {
  public:
-  EngineScorer(const std::filesystem::path& dir, int max_len, int threads, const std::string& kv_dtype = "auto");
+  EngineScorer(const std::filesystem::path& dir, int max_len, int threads, const std::string& kv_dtype = "auto",
+               const std::string& table_dtype = "bf16");
   ~EngineScorer();
   const models::ModelConfig& config() const;
   double score_sequence(std::span<const int32_t> ids, int chunk);

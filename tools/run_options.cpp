@@ -24,6 +24,7 @@ void add_engine_options(CLI::App* cmd, RunOptions& o, const std::string& max_seq
                   "(0: --max-num-batched-tokens; -1: the device's default)")
       ->capture_default_str();
   cli::add_kv_dtype_option(cmd, o.kv_dtype, "of the plan compiled in process: F32 on the cpu, FP8 on cuda");
+  cli::add_table_dtype_option(cmd, o.table_dtype, "of the plan compiled in process: bf16 on the cpu, int8 on cuda");
   cmd->add_option("--device", o.dev.device, "cpu or cuda")->capture_default_str();
   cmd->add_option("--emulate", o.dev.emulate, "cuda: run in a 16-SM green context emulating a MIG slice (1g.10gb)");
   cmd->add_flag("--deterministic", o.dev.deterministic,
@@ -60,11 +61,22 @@ std::string kv_dtype_for(const RunOptions& o) {
   return o.kv_dtype;
 }
 
+std::string table_dtype_for(const RunOptions& o) {
+  // INT8 on cuda: the LM head reads half the bytes every decode step and the budget gives the
+  // other half to KV (Gemma-4-12B: 1.0 GB), for ΔNLL +0.0001 on the tiny model (quality_public,
+  // docs/QUANTIZATION.md "The table"); the CPU reference keeps the checkpoint's table.
+  if (o.table_dtype == "auto") return o.dev.device == "cuda" ? "int8" : "bf16";
+  return o.table_dtype;
+}
+
 plan::Plan plan_for(const RunOptions& o, int max_seq_len) {
   if (!o.plan.empty()) {
     if (o.kv_dtype != "auto")
       throw Error("--kv-dtype " + o.kv_dtype + " applies to the plan compiled in process; --plan " + o.plan +
                   " has its own KV storage (g4c compile --kv-dtype)");
+    if (o.table_dtype != "auto")
+      throw Error("--table-dtype " + o.table_dtype + " applies to the plan compiled in process; --plan " + o.plan +
+                  " has its own table storage (g4c compile --table-dtype)");
     return plan::Plan::load_file(o.plan);
   }
   passes::PipelineOptions po;
@@ -74,6 +86,7 @@ plan::Plan plan_for(const RunOptions& o, int max_seq_len) {
   po.max_chunk = std::max(256, std::min(max_seq_len, budget));  // as Engine::open's default
   po.max_seq_len = max_seq_len;
   po.kv_dtype = kv_dtype_for(o);
+  po.table_dtype = table_dtype_for(o);
   // The device budget constrains device plans; the CPU backend holds everything in host memory.
   if (o.dev.device == "cpu") po.budget_mib = int64_t(1) << 40;
   return compile_plan(o.model, po);

@@ -27,12 +27,13 @@ struct RunOptions {
   int chunk = 0;
   int mixed_prefill = -1;  // -1: the device's default (step_mixed_prefill_tokens)
   std::string kv_dtype = "auto";  // KV storage of the plan compiled in process (kv_dtype_for)
+  std::string table_dtype = "auto";  // its embedding / LM head table (table_dtype_for)
   runtime::DeviceFlags dev;  // --device, --emulate, --budget, --trace, --deterministic
 };
 
 // Registers the options of every command that opens an engine (run, bench, serve, chat):
 // --model, --plan, --batch-size, --max-sequence-length (help: max_seq_len_help), --threads,
-// --kv-blocks, --max-num-batched-tokens, --chunk-size, --kv-dtype, --device, --emulate,
+// --kv-blocks, --max-num-batched-tokens, --chunk-size, --kv-dtype, --table-dtype, --device, --emulate,
 // --deterministic, --budget and --trace.
 void add_engine_options(CLI::App* cmd, RunOptions& o, const std::string& max_seq_len_help);
 
@@ -47,6 +48,8 @@ runtime::EngineOptions engine_options(const RunOptions& o, int max_seq_len);
 // use, so the ring capacity (W−1+chunk) matches the run.
 // The KV storage of the plan compiled in process: --kv-dtype, where auto means fp8 on cuda.
 std::string kv_dtype_for(const RunOptions& o);
+// Its embedding / LM head table: --table-dtype, where auto means int8 on cuda.
+std::string table_dtype_for(const RunOptions& o);
 plan::Plan plan_for(const RunOptions& o, int max_seq_len);
 
 // The engine these options describe, with its plan (plan_for) and backend (--device).

@@ -31,11 +31,12 @@ using runtime::BatchDesc;
 
 // One weight on the device.
 struct DevWeight {
-  enum Kind { kAbsent, kBf16, kInt4 } kind = kAbsent;
+  enum Kind { kAbsent, kBf16, kInt4, kInt8Rows } kind = kAbsent;
   void* mem = nullptr;
   size_t bytes = 0;
   cuda::Bf16Weight bw;
   cuda::Int4Weight iw;
+  cuda::Int8RowsWeight rw;  // kInt8Rows: codes at mem, then the fp32 row scales
   const bf16* ptr() const { return static_cast<const bf16*>(mem); }
   // Streamed (streaming.cpp): the device-format bytes live in pinned host memory and are copied
   // into a slot before their layer runs; `mem` (and the views' pointers) then point into the slot.
@@ -129,6 +130,7 @@ class CudaBackend final : public runtime::Backend {
   // weights (cuda_weights.cpp)
   void load_weights();
   void upload_dense(int id);
+  void upload_int8_rows(int id);  // plan WeightFormat Int8Rows: codes + row scales
   void upload_pair(int gate, int up, const models::Checkpoint* ck);
   DevWeight make_int4(int id, int up_id, const models::Checkpoint* ck);  // kAbsent when unsupported
   void free_weight(DevWeight& w);

@@ -15,6 +15,7 @@
 #include "runtime/cuda_backend/backend_state.h"
 #include "runtime/cuda_backend/bf16.h"
 #include "runtime/cuda_backend/staging.h"
+#include "runtime/int8_rows.h"
 #include "runtime/thread_pool.h"
 
 namespace g4c::cudart {
@@ -72,7 +73,39 @@ void CudaBackend::free_weight(DevWeight& w) {
   w = DevWeight{};
 }
 
+void CudaBackend::upload_int8_rows(int id) {
+  DevWeight& w = weights_[id];
+  free_weight(w);
+  const auto& shape = store_->shape(id);
+  const int64_t rows = shape[0], cols = shape[1];
+  if (cols % 16 != 0) throw Error("cuda backend: the INT8 table " + store_->name(id) + " needs a multiple of 16 columns");
+  // Codes and row scales on the host (runtime/int8_rows.h), from the checkpoint's BF16 bits while
+  // the store holds them, else from its fp32 values (which already are the table's values: their
+  // codes are the same and each scale within an ulp).
+  const size_t codes = size_t(rows * cols), at = align256(codes);
+  std::vector<unsigned char> host(at + size_t(rows) * 4);
+  auto* q = reinterpret_cast<int8_t*>(host.data());
+  auto* sc = reinterpret_cast<float*>(host.data() + at);
+  const std::span<const uint16_t> raw = store_->checkpoint_bf16(id);
+  const float* f32 = raw.size() == codes ? nullptr : store_->data(id);
+  runtime::parallel_chunks(rows, 0, 1024, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r)
+      sc[r] = f32 ? runtime::quantize_row_int8(f32 + r * cols, size_t(cols), q + r * cols)
+                  : runtime::quantize_row_int8_bf16(raw.data() + r * cols, size_t(cols), q + r * cols);
+  });
+  w.bytes = host.size();
+  w.mem = dmalloc(w.bytes, ("weight " + store_->name(id)).c_str());
+  weight_bytes_ += align256(w.bytes);
+  upload_weight(w.mem, host.data(), w.bytes, "INT8 table upload");  // returns once `host` is read
+  w.kind = DevWeight::kInt8Rows;
+  w.rw.q = static_cast<const int8_t*>(w.mem);
+  w.rw.scale = reinterpret_cast<const float*>(static_cast<const unsigned char*>(w.mem) + at);
+  w.rw.n = int(rows);
+  w.rw.k = int(cols);
+}
+
 void CudaBackend::upload_dense(int id) {
+  if ((*plan_)->weights()->Get(id)->format() == fb::WeightFormat::Int8Rows) return upload_int8_rows(id);
   DevWeight& w = weights_[id];
   free_weight(w);
   const size_t n = store_->numel(id);
@@ -214,6 +247,8 @@ void CudaBackend::load_weights() {
     if (l && ck) {
       for (const auto* key : {l->qweight_key(), l->scales_key(), l->zeros_key()})
         if (key && key->size()) total += ck->get(key->str()).bytes().size();
+    } else if (ws->Get(id)->format() == fb::WeightFormat::Int8Rows) {
+      total += align256(store_->numel(id)) + uint64_t(store_->shape(id)[0]) * 4;
     } else {
       total += uint64_t(store_->numel(id)) * 2;
     }

@@ -59,8 +59,13 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
       auto& h = out(0);
       need_bf16(h);
       // HF's bf16 run multiplies by a bf16 normalizer (KERNELS.md Embed).
-      ok(cuda::embed_gather_scale(meta_i32(meta_.tokens), T, weights_[w].ptr(), V, h.cols, round_bf16(a->scale()), bf(h), s),
-         st);
+      if (weights_[w].kind == DevWeight::kInt8Rows)
+        ok(cuda::embed_gather_int8(meta_i32(meta_.tokens), T, weights_[w].rw, round_bf16(a->scale()), bf(h), h.cols, s),
+           st);
+      else
+        ok(cuda::embed_gather_scale(meta_i32(meta_.tokens), T, weights_[w].ptr(), V, h.cols, round_bf16(a->scale()),
+                                    bf(h), s),
+           st);
       break;
     }
     case fb::KernelId::RmsNorm: {
@@ -113,7 +118,9 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
       } else {
         need_bf16(y);
       }
-      if (w->kind == DevWeight::kInt4)
+      if (w->kind == DevWeight::kInt8Rows && ep == cuda::Epilogue::SoftcapF32)  // the unfused LM head
+        ok(cuda::w8a16_gemm_f32(bf(x), m, x.cols, w->rw, static_cast<float*>(y.ptr), y.cols, s), st);
+      else if (w->kind == DevWeight::kInt4)
         ok(cuda::w4a16_gemm(bf(x), m, x.cols, w->iw, ep, o, gemm_ws_, gemm_ws_bytes_, s, kopts_), st);
       else if (w->kind == DevWeight::kBf16)
         ok(cuda::bf16_gemm(bf(x), m, x.cols, w->bw, ep, o, s), st);
@@ -196,7 +203,8 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
       need_bf16(h);
       const int e = wid(1);
       const DevWeight& E = weights_[e];
-      if (E.kind != DevWeight::kBf16) throw Error("cuda backend: the LM head weight must be BF16");
+      if (E.kind != DevWeight::kBf16 && E.kind != DevWeight::kInt8Rows)
+        throw Error("cuda backend: the LM head weight must be BF16 or an INT8 table");
       ok(cuda::rmsnorm(bf(h), h.cols, meta_i32(meta_.logit_rows), sh.R, h.cols, h.cols, wvec(0), a->eps(), lm_tmp_,
                        h.cols, s, kopts_),
          st);
@@ -206,8 +214,10 @@ void CudaBackend::run_step(int index, const fb::Step& st) {
       // fp32 GEMM output, then HF's bf16 rounding of the lm_head output and its three bf16
       // softcap ops (tests/bf16/hf_bf16.h points 10–11): greedy ties then break as torch's do.
       o.softcap = 0.f;
-      cuda::Bf16Weight w = E.bw;
-      ok(cuda::bf16_gemm(lm_tmp_, sh.R, h.cols, w, cuda::Epilogue::SoftcapF32, o, s), st);
+      if (E.kind == DevWeight::kInt8Rows)
+        ok(cuda::w8a16_gemm_f32(lm_tmp_, sh.R, h.cols, E.rw, static_cast<float*>(lg.ptr), lg.cols, s), st);
+      else
+        ok(cuda::bf16_gemm(lm_tmp_, sh.R, h.cols, E.bw, cuda::Epilogue::SoftcapF32, o, s), st);
       ok(round_softcap_bf16(static_cast<float*>(lg.ptr), sh.R, lg.cols, lg.cols, a->softcap(), s), st);
       break;
     }

@@ -51,7 +51,9 @@ void check_ids(const fb::Plan& p, const std::string& name) {
     const auto* w = p.weights()->Get(i);
     if (!w->name() || !w->shape()) bad(fmt("weight %d has no name or shape", i));
     if (w->format() == fb::WeightFormat::Int4 && !w->int4()) bad("INT4 weight " + w->name()->str() + " without layout");
-    if (w->format() == fb::WeightFormat::Dense && !w->checkpoint_key()) bad("weight " + w->name()->str() + " without key");
+    if (w->format() != fb::WeightFormat::Int4 && !w->checkpoint_key()) bad("weight " + w->name()->str() + " without key");
+    if (w->format() == fb::WeightFormat::Int8Rows && w->shape()->size() != 2)
+      bad("INT8 table " + w->name()->str() + " is not two-dimensional");
   }
   for (int i = 0; i < nv; ++i)
     if (p.values()->Get(i)->cols() <= 0) bad(fmt("value %d has %d columns", i, p.values()->Get(i)->cols()));
@@ -346,7 +348,7 @@ void verify_plan_matches(const Plan& plan, const models::ModelConfig& cfg, const
       if (!key || key->size() == 0) return;
       if (!ckpt.has(key->str())) throw Error(where + ": tensor " + key->str() + " of the plan is not in the checkpoint");
     };
-    if (w->format() == fb::WeightFormat::Dense) {
+    if (w->format() != fb::WeightFormat::Int4) {
       check_key(w->checkpoint_key());
       const auto& t = ckpt.info(w->checkpoint_key()->str());
       std::vector<int64_t> shape(w->shape()->begin(), w->shape()->end());

@@ -36,12 +36,12 @@ class Builder {
     values_.push_back({name, cols, rows});
     return value_ids_[name] = int(values_.size()) - 1;
   }
-  int dense(const std::string& name) {
+  int dense(const std::string& name, fb::WeightFormat format = fb::WeightFormat::Dense) {
     auto it = weight_ids_.find(name);
     if (it != weight_ids_.end()) return it->second;
     const auto& t = ckpt_.info(name);  // throws naming the checkpoint when absent
-    auto w = fb::CreateWeightDirect(fbb_, name.c_str(), fb::DType(uint8_t(t.dtype)), &t.shape, fb::WeightFormat::Dense,
-                                    name.c_str(), Offset<fb::Int4Layout>(), fb::Residency::Resident, t.nbytes);
+    auto w = fb::CreateWeightDirect(fbb_, name.c_str(), fb::DType(uint8_t(t.dtype)), &t.shape, format, name.c_str(),
+                                    Offset<fb::Int4Layout>(), fb::Residency::Resident, t.nbytes);
     weights_.push_back(w);
     return weight_ids_[name] = int(weights_.size()) - 1;
   }
@@ -219,7 +219,10 @@ Plan Builder::build() {
   }
   const int H = cfg_.hidden_size;
   const int h = value("h", H), a = value("a", H);
-  const int embed = dense("embed_tokens.weight");
+  if (opts_.table_dtype != "bf16" && opts_.table_dtype != "int8")
+    throw Error("reference plan: table_dtype must be bf16 or int8, got \"" + opts_.table_dtype + "\"");
+  const int embed = dense("embed_tokens.weight",
+                          opts_.table_dtype == "int8" ? fb::WeightFormat::Int8Rows : fb::WeightFormat::Dense);
   step({.kernel = fb::KernelId::Embed, .outputs = {h}, .weights = {embed}, .label = "embed",
         .scale = float(cfg_.embed_scale())});
   step({.kernel = fb::KernelId::RmsNorm, .layer = 0, .inputs = {h}, .outputs = {a},

@@ -26,6 +26,9 @@ struct ReferenceOptions {
   // KV storage type as g4-plan-kv's kv-dtype: "auto" (F32, the CPU reference), "bf16", or
   // "fp8" (F8E4M3 codes with a scale per token and head; plan.fbs KvLayer.dtype).
   std::string kv_dtype = "auto";
+  // The tied embedding / LM head table: "bf16" (the checkpoint's dense tensor) or "int8" (codes
+  // and a scale per row, quantized at load: plan.fbs WeightFormat Int8Rows).
+  std::string table_dtype = "bf16";
   int max_seq_len = 2048;
   std::vector<int> bucket_tokens = {16, 64, 256, 1024};  // prefill shape buckets (tokens per step)
   std::vector<int> decode_buckets = {1, 2, 4, 8, 16, 32, 64};  // decode batch-size buckets (CUDA graphs)
