@@ -309,7 +309,15 @@ json bench(const BenchArgs& a) {
     if (l->layer() >= 0 && size_t(l->layer()) < sched.kv_token_bytes.size())
       sched.kv_token_bytes[size_t(l->layer())] = double(plan::kv_token_bytes(*l, kv_elem));
   const double ckpt_bytes = bench::checkpoint_bytes(dir);
-  const auto work = bench::count_work(engine->config(), ckpt_bytes, shapes, sched);
+  // The weight bytes a step reads: the checkpoint's, less what an INT8 table saves over its BF16
+  // tensor (codes + fp32 row scales are what the LM head streams).
+  double step_weight_bytes = ckpt_bytes;
+  for (const auto* w : *engine->plan()->weights())
+    if (w->format() == plan::fb::WeightFormat::Int8Rows) {
+      const double rows = double(w->shape()->Get(0)), cols = double(w->shape()->Get(1));
+      step_weight_bytes -= double(w->checkpoint_bytes()) - (rows * cols + rows * 4);
+    }
+  const auto work = bench::count_work(engine->config(), step_weight_bytes, shapes, sched);
   const double pmed = bench::percentile(pel, 50);
   rep["phases"] = {{"prefill", bench::phase_json(work.prefill, pmed, ceil)},
                    {"decode", bench::phase_json(work.decode, std::max(0.0, med - pmed), ceil)}};
@@ -324,6 +332,7 @@ json bench(const BenchArgs& a) {
       "elapsed - prefill elapsed; FLOPs/bytes counted from the config (tools/bench_roofline.h); roofline fraction = "
       "max(FLOPs/peak FLOP/s, bytes/peak B/s) / elapsed";
   rep["checkpoint_bytes"] = ckpt_bytes;
+  rep["step_weight_bytes"] = step_weight_bytes;
   // Pure decode steps of the timed runs by batch size (row ranges 1, 2, 3-4, 5-8, 9-16, 17-32,
   // 33 and more; rows_min / rows_max: the counts seen in the range): their own measured time and
   // roofline fraction.
@@ -346,7 +355,7 @@ json bench(const BenchArgs& a) {
     b.seconds = sum.seconds;
     b.keys = sum.keys;
     b.window_keys = sum.window_keys;
-    by_batch.push_back(bench::decode_batch_json(engine->config(), ckpt_bytes, b, sched.kv_token_bytes, ceil));
+    by_batch.push_back(bench::decode_batch_json(engine->config(), step_weight_bytes, b, sched.kv_token_bytes, ceil));
   }
   rep["decode_by_batch"] = by_batch;
   if (a.dev.emulate == "1g.10gb") {
