@@ -61,8 +61,7 @@ void run_compile(const CompileArgs& args) {
   // GPU plans store K/V as FP8 unless asked otherwise, as `g4c run/bench` on cuda compile them
   // (tools/run_options.cpp kv_dtype_for).
   if (opts.kv_dtype == "auto" && args.bf16_activations) opts.kv_dtype = "fp8";
-  // and their table as INT8 (tools/run_options.cpp table_dtype_for).
-  opts.table_dtype = args.table_dtype != "auto" ? args.table_dtype : args.bf16_activations ? "int8" : "bf16";
+  opts.table_dtype = args.table_dtype == "auto" ? "bf16" : args.table_dtype;  // tools/run_options.cpp table_dtype_for
 
   mlir::MLIRContext ctx(mlir::MLIRContext::Threading::DISABLED);
   frontend::FrontendOptions fopts;
@@ -158,7 +157,7 @@ void add_compile_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--bf16-activations", args->bf16_activations, "BF16 activations (GPU) instead of f32");
   cli::add_kv_dtype_option(cmd, args->pipeline.kv_dtype, "F32 with f32 activations, FP8 with --bf16-activations");
-  cli::add_table_dtype_option(cmd, args->table_dtype, "bf16 with f32 activations, int8 with --bf16-activations");
+  cli::add_table_dtype_option(cmd, args->table_dtype, "bf16");
   cmd->callback([args] { run_compile(*args); });
 }
 

@@ -24,7 +24,7 @@ void add_engine_options(CLI::App* cmd, RunOptions& o, const std::string& max_seq
                   "(0: --max-num-batched-tokens; -1: the device's default)")
       ->capture_default_str();
   cli::add_kv_dtype_option(cmd, o.kv_dtype, "of the plan compiled in process: F32 on the cpu, FP8 on cuda");
-  cli::add_table_dtype_option(cmd, o.table_dtype, "of the plan compiled in process: bf16 on the cpu, int8 on cuda");
+  cli::add_table_dtype_option(cmd, o.table_dtype, "of the plan compiled in process: bf16");
   cmd->add_option("--device", o.dev.device, "cpu or cuda")->capture_default_str();
   cmd->add_option("--emulate", o.dev.emulate, "cuda: run in a 16-SM green context emulating a MIG slice (1g.10gb)");
   cmd->add_flag("--deterministic", o.dev.deterministic,
@@ -62,10 +62,10 @@ std::string kv_dtype_for(const RunOptions& o) {
 }
 
 std::string table_dtype_for(const RunOptions& o) {
-  // INT8 on cuda: the LM head reads half the bytes every decode step and the budget gives the
-  // other half to KV (Gemma-4-12B: 1.0 GB), for ΔNLL +0.0001 on the tiny model (quality_public,
-  // docs/QUANTIZATION.md "The table"); the CPU reference keeps the checkpoint's table.
-  if (o.table_dtype == "auto") return o.dev.device == "cuda" ? "int8" : "bf16";
+  // auto keeps the checkpoint's table. `int8` halves it (Gemma-4-12B: 1.0 GB more for KV, half
+  // the LM head's bytes per decode step) for ΔNLL +0.0001 on the tiny model (docs/QUANTIZATION.md
+  // "The table"); it becomes the cuda default once its GPU figures are in BENCHMARKS.md.
+  if (o.table_dtype == "auto") return "bf16";
   return o.table_dtype;
 }
 

@@ -48,7 +48,7 @@ runtime::EngineOptions engine_options(const RunOptions& o, int max_seq_len);
 // use, so the ring capacity (W−1+chunk) matches the run.
 // The KV storage of the plan compiled in process: --kv-dtype, where auto means fp8 on cuda.
 std::string kv_dtype_for(const RunOptions& o);
-// Its embedding / LM head table: --table-dtype, where auto means int8 on cuda.
+// Its embedding / LM head table: --table-dtype, where auto means bf16.
 std::string table_dtype_for(const RunOptions& o);
 plan::Plan plan_for(const RunOptions& o, int max_seq_len);
 
