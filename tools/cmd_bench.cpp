@@ -313,10 +313,7 @@ json bench(const BenchArgs& a) {
   // tensor (codes + fp32 row scales are what the LM head streams).
   double step_weight_bytes = ckpt_bytes;
   for (const auto* w : *engine->plan()->weights())
-    if (w->format() == plan::fb::WeightFormat::Int8Rows) {
-      const double rows = double(w->shape()->Get(0)), cols = double(w->shape()->Get(1));
-      step_weight_bytes -= double(w->checkpoint_bytes()) - (rows * cols + rows * 4);
-    }
+    step_weight_bytes -= double(w->checkpoint_bytes()) - double(plan::weight_storage_bytes(*w));
   const auto work = bench::count_work(engine->config(), step_weight_bytes, shapes, sched);
   const double pmed = bench::percentile(pel, 50);
   rep["phases"] = {{"prefill", bench::phase_json(work.prefill, pmed, ceil)},

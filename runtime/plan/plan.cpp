@@ -376,6 +376,12 @@ size_t kv_token_bytes(const fb::KvLayer& l, size_t element_bytes) {
   return 2 * size_t(l.num_kv_heads()) * size_t(l.head_dim()) * element_bytes;
 }
 
+uint64_t weight_storage_bytes(const fb::Weight& w) {
+  if (w.format() != fb::WeightFormat::Int8Rows || !w.shape() || w.shape()->size() != 2) return w.checkpoint_bytes();
+  const uint64_t rows = uint64_t(w.shape()->Get(0)), cols = uint64_t(w.shape()->Get(1));
+  return rows * cols + rows * 4;
+}
+
 size_t kv_token_bytes(const Plan& plan) {
   size_t n = 0;
   for (const auto* l : *plan->kv()) n += kv_token_bytes(*l);

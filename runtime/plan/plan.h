@@ -73,6 +73,10 @@ size_t kv_token_bytes(const fb::KvLayer& layer, size_t element_bytes);
 // Summed over every KV layer of the plan.
 size_t kv_token_bytes(const Plan& plan);
 
+// Bytes the weight takes stored as the plan says: an Int8Rows table's codes and fp32 row scales,
+// else what it reads from the checkpoint (Weight.checkpoint_bytes: BF16 / INT4 as stored there).
+uint64_t weight_storage_bytes(const fb::Weight& w);
+
 // Readable names.
 const char* kernel_name(fb::KernelId k);
 const char* epilogue_name(fb::Epilogue e);

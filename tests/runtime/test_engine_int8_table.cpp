@@ -81,6 +81,9 @@ TEST(EngineInt8Table, TableHoldsTheRowQuantizedCheckpoint) {
   ASSERT_EQ(t.info->dtype, DType::BF16);
   const auto& shape = e->weights().shape(id);
   const size_t rows = size_t(shape[0]), cols = size_t(shape[1]);
+  // Stored bytes: one code per element and an fp32 scale per row, against 2 bytes per element.
+  EXPECT_EQ(plan::weight_storage_bytes(*e->plan()->weights()->Get(id)), rows * cols + rows * 4);
+  EXPECT_EQ(e->plan()->weights()->Get(id)->checkpoint_bytes(), rows * cols * 2);
   const uint16_t* bits = t.as<uint16_t>();
   const float* got = e->weights().data(id);
   // float64: s = amax/127, code = w/s to the nearest integer (ties to even), value = code·s. The

@@ -31,10 +31,10 @@ py::dict memory_table(const plan::Plan& p) {
     for (size_t i = 0; i < p->weights()->size(); ++i) {
       const auto* w = p->weights()->Get(i);
       if (w->residency() == fb::Residency::Streamed) {
-        streamed += int64_t(w->checkpoint_bytes());
+        streamed += int64_t(plan::weight_storage_bytes(*w));
         if (weight_layer[i] >= 0) streamed_layers.insert(weight_layer[i]);
       } else {
-        resident += int64_t(w->checkpoint_bytes());
+        resident += int64_t(plan::weight_storage_bytes(*w));
       }
     }
   if (p->buckets())
