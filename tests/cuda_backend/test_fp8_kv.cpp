@@ -22,8 +22,6 @@
 namespace g4c::gpurt {
 namespace {
 
-namespace fs = std::filesystem;
-
 // Two implementations of the same model and KV format, differing in activation precision (the
 // CUDA backend rounds activations to bf16 where HF's bf16 run does, the CPU backend keeps fp32):
 // HF's bf16 and fp32 runs agree on 99.35 % of the golden positions with mean |Δlogit| 0.0195.
@@ -36,38 +34,7 @@ namespace fs = std::filesystem;
 constexpr double kTop1 = 0.95;
 constexpr double kMeanAbs = 0.06;
 
-struct Diff {
-  int rows = 0, agree = 0;
-  double sum = 0, max = 0;
-  size_t n = 0;
-  void add(const std::vector<float>& a, const std::vector<float>& b, int V) {
-    for (size_t r = 0; r * V < a.size(); ++r) {
-      const float* x = a.data() + r * V;
-      const float* y = b.data() + r * V;
-      agree += std::max_element(x, x + V) - x == std::max_element(y, y + V) - y;
-      ++rows;
-      for (int j = 0; j < V; ++j) {
-        const double d = std::abs(double(x[j]) - y[j]);
-        sum += d;
-        max = std::max(max, d);
-      }
-      n += V;
-    }
-  }
-  double top1() const { return rows ? double(agree) / rows : 0; }
-  double mean() const { return n ? sum / n : 0; }
-};
 
-std::vector<std::vector<int32_t>> golden_prompts() {
-  const fs::path f = source_dir() / "tests" / "data" / "golden" / "gemma4-tiny" / "golden_logits.safetensors";
-  auto file = models::SafetensorsFile::open(f);
-  std::vector<std::vector<int32_t>> out;
-  for (const char* p : {"p0", "p1", "p2"}) {
-    auto v = file->view(*file->find(std::string(p) + ".input_ids"));
-    out.emplace_back(v.as<int32_t>(), v.as<int32_t>() + v.info->numel());
-  }
-  return out;
-}
 
 TEST(CudaBackend, Fp8KvMatchesTheCpuBackend) {
   REQUIRE_GPU();
@@ -82,7 +49,7 @@ TEST(CudaBackend, Fp8KvMatchesTheCpuBackend) {
   // chunk 0: one prefill chunk per prompt (its keys written, then read back as FP8); 16: chunks
   // over cached keys; 1: decode-sized steps, each token's attention over the cached FP8 rows.
   for (int chunk : {0, 16, 1}) {
-    Diff vs_cpu, vs_bf16;
+    LogitsDiff vs_cpu, vs_bf16;
     for (const auto& p : prompts) {
       const auto ref = cpu->logits(p, chunk);
       const auto got = gpu->logits(p, chunk);
@@ -108,13 +75,7 @@ TEST(CudaBackend, Fp8KvLogitsFollowBf16KvOnThe12b) {
   REQUIRE_GPU();
   const char* dir = std::getenv("G4C_12B_INT4");
   if (!dir || !*dir) GTEST_SKIP() << "G4C_12B_INT4 (a synthetic 12B INT4 checkpoint) not set";
-  std::mt19937 rng(7);
-  std::vector<std::vector<int32_t>> prompts;
-  for (int n : {300, 1100, 2100}) {
-    std::vector<int32_t> p{2};
-    for (int i = 0; i < n; ++i) p.push_back(int32_t(1000 + rng() % 261000));
-    prompts.push_back(std::move(p));
-  }
+  const auto prompts = seeded_prompts(7, {300, 1100, 2100});
   std::vector<std::vector<float>> last[2];
   for (int f8 = 0; f8 < 2; ++f8) {
     runtime::CudaOptions co;
@@ -122,27 +83,14 @@ TEST(CudaBackend, Fp8KvLogitsFollowBf16KvOnThe12b) {
     runtime::EngineOptions eo{.max_sequences = 1, .max_seq_len = 2200};
     eo.reference_kv_dtype = f8 ? "fp8" : "bf16";
     auto e = open_cuda(dir, co, eo);
-    const int V = e->vocab_size();
-    for (const auto& p : prompts) {
-      std::vector<float> l;
-      e->logits(p, 256, [&](int first, int rows, const float* x) {
-        if (first + rows == int(p.size())) l.assign(x + size_t(rows - 1) * V, x + size_t(rows) * V);
-      });
-      last[f8].push_back(std::move(l));
-    }
+    for (const auto& p : prompts) last[f8].push_back(last_logits(*e, p, 256));
   }
   for (size_t i = 0; i < prompts.size(); ++i) {
     const auto& a = last[0][i];
     const auto& b = last[1][i];
     ASSERT_EQ(a.size(), b.size());
     ASSERT_FALSE(a.empty());
-    double ab = 0, aa = 0, bb = 0;
-    for (size_t j = 0; j < a.size(); ++j) {
-      ab += double(a[j]) * b[j];
-      aa += double(a[j]) * a[j];
-      bb += double(b[j]) * b[j];
-    }
-    const double cosine = ab / std::sqrt(aa * bb);
+    const double cosine = gpurt::cosine(a, b);
     const bool top1 = std::max_element(a.begin(), a.end()) - a.begin() == std::max_element(b.begin(), b.end()) - b.begin();
     std::printf("[ measured ] 12B, %zu tokens: logits cosine fp8 vs bf16 KV %.6f, top-1 %s\n", prompts[i].size(), cosine,
                 top1 ? "equal" : "differs");
