@@ -73,12 +73,13 @@ void run_compile(const CompileArgs& args) {
   if (!passes::run_pipeline(*module, opts, args.dump_dir, &diagnostics))
     throw Error("compile " + args.model + ": " + diagnostics);
 
-  int64_t attention = 0, linears = 0, int4_linears = 0, streamed = 0;
+  int64_t attention = 0, linears = 0, int4_linears = 0, streamed = 0, int8_tables = 0;
   module->walk([&](mlir::Operation* op) {
     if (mlir::isa<g4::AttentionOp>(op)) ++attention;
     if (mlir::isa<g4::LinearOp, g4::GateUpOp>(op)) ++linears;
     if (auto w = mlir::dyn_cast<g4::WeightOp>(op)) {
       if (w.getQuant()) ++int4_linears;
+      if (w.getInt8Rows()) ++int8_tables;
       if (w.isStreamed()) ++streamed;
     }
   });
@@ -87,8 +88,9 @@ void run_compile(const CompileArgs& args) {
   std::printf("model %s: %s, %d layers (%d sliding, %d full), hidden %d, vocab %d\n", args.model.c_str(),
               cfg.model_type.c_str(), cfg.num_layers, sliding, cfg.num_layers - sliding, cfg.hidden_size,
               cfg.vocab_size);
-  std::printf("graph: %lld attention ops, %lld linear ops, %lld INT4 weights, %lld streamed weights\n",
-              (long long)attention, (long long)linears, (long long)int4_linears, (long long)streamed);
+  std::printf("graph: %lld attention ops, %lld linear ops, %lld INT4 weights, %lld INT8 tables, %lld streamed weights\n",
+              (long long)attention, (long long)linears, (long long)int4_linears, (long long)int8_tables,
+              (long long)streamed);
   if (auto kv = (*module)->getAttrOfType<mlir::DictionaryAttr>("g4.kv")) {
     auto get = [&](const char* k) { return double(kv.getAs<mlir::IntegerAttr>(k).getInt()) / 1024.0; };
     std::printf("KV: sliding layers %.2f KiB/token, full layers %.2f KiB/token; %d sequences, chunk %lld%s\n",
