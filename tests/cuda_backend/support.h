@@ -92,6 +92,22 @@ inline std::vector<std::vector<int32_t>> seeded_prompts(unsigned seed, std::init
   return out;
 }
 
+// The synthetic 12B at `dir` under the 9984 MiB budget, one sequence at a time: the last-position
+// logits of each prompt fed in chunks of 256, with the reference plan's KV and table storage.
+inline std::vector<std::vector<float>> last_logits_12b(const char* dir, int max_seq_len,
+                                                       const std::vector<std::vector<int32_t>>& prompts,
+                                                       const std::string& kv_dtype, const std::string& table_dtype) {
+  runtime::CudaOptions co;
+  co.budget_bytes = size_t(9984) << 20;
+  runtime::EngineOptions eo{.max_sequences = 1, .max_seq_len = max_seq_len};
+  eo.reference_kv_dtype = kv_dtype;
+  eo.reference_table_dtype = table_dtype;
+  auto e = open_cuda(dir, co, eo);
+  std::vector<std::vector<float>> out;
+  for (const auto& p : prompts) out.push_back(last_logits(*e, p, 256));
+  return out;
+}
+
 inline double cosine(const std::vector<float>& a, const std::vector<float>& b) {
   double ab = 0, aa = 0, bb = 0;
   for (size_t j = 0; j < a.size() && j < b.size(); ++j)

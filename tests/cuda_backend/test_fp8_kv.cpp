@@ -76,15 +76,8 @@ TEST(CudaBackend, Fp8KvLogitsFollowBf16KvOnThe12b) {
   const char* dir = std::getenv("G4C_12B_INT4");
   if (!dir || !*dir) GTEST_SKIP() << "G4C_12B_INT4 (a synthetic 12B INT4 checkpoint) not set";
   const auto prompts = seeded_prompts(7, {300, 1100, 2100});
-  std::vector<std::vector<float>> last[2];
-  for (int f8 = 0; f8 < 2; ++f8) {
-    runtime::CudaOptions co;
-    co.budget_bytes = size_t(9984) << 20;
-    runtime::EngineOptions eo{.max_sequences = 1, .max_seq_len = 2200};
-    eo.reference_kv_dtype = f8 ? "fp8" : "bf16";
-    auto e = open_cuda(dir, co, eo);
-    for (const auto& p : prompts) last[f8].push_back(last_logits(*e, p, 256));
-  }
+  const std::vector<std::vector<float>> last[2] = {last_logits_12b(dir, 2200, prompts, "bf16", "bf16"),
+                                                    last_logits_12b(dir, 2200, prompts, "fp8", "bf16")};
   for (size_t i = 0; i < prompts.size(); ++i) {
     const auto& a = last[0][i];
     const auto& b = last[1][i];

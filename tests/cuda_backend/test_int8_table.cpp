@@ -65,16 +65,8 @@ TEST(CudaBackend, Int8TableLogitsFollowTheBf16TableOnThe12b) {
   const char* dir = std::getenv("G4C_12B_INT4");
   if (!dir || !*dir) GTEST_SKIP() << "G4C_12B_INT4 (a synthetic 12B INT4 checkpoint) not set";
   const auto prompts = seeded_prompts(11, {300, 1100});
-  std::vector<std::vector<float>> last[2];
-  for (int q = 0; q < 2; ++q) {
-    runtime::CudaOptions co;
-    co.budget_bytes = size_t(9984) << 20;
-    runtime::EngineOptions eo{.max_sequences = 1, .max_seq_len = 1200};
-    eo.reference_kv_dtype = "bf16";
-    eo.reference_table_dtype = q ? "int8" : "bf16";
-    auto e = open_cuda(dir, co, eo);
-    for (const auto& p : prompts) last[q].push_back(last_logits(*e, p, 256));
-  }
+  const std::vector<std::vector<float>> last[2] = {last_logits_12b(dir, 1200, prompts, "bf16", "bf16"),
+                                                    last_logits_12b(dir, 1200, prompts, "bf16", "int8")};
   for (size_t i = 0; i < prompts.size(); ++i) {
     const auto& a = last[0][i];
     const auto& b = last[1][i];
