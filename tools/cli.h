@@ -39,6 +39,12 @@ inline CLI::Option* add_table_dtype_option(CLI::App* cmd, std::string& target, c
       ->capture_default_str();
 }
 
+// The table storage --table-dtype asks for. auto keeps the checkpoint's table. `int8` halves it
+// (Gemma-4-12B: 1.0 GB more for KV, half the LM head's bytes per decode step) for ΔNLL +0.0001 on
+// the tiny model (docs/QUANTIZATION.md "The table"); it becomes the cuda default once its GPU
+// figures are in BENCHMARKS.md.
+inline std::string resolve_table_dtype(const std::string& option) { return option == "auto" ? "bf16" : option; }
+
 // Thrown by a subcommand that is not implemented yet: main prints it and exits 2.
 struct NotImplemented {
   const char* command;

@@ -61,7 +61,7 @@ void run_compile(const CompileArgs& args) {
   // GPU plans store K/V as FP8 unless asked otherwise, as `g4c run/bench` on cuda compile them
   // (tools/run_options.cpp kv_dtype_for).
   if (opts.kv_dtype == "auto" && args.bf16_activations) opts.kv_dtype = "fp8";
-  opts.table_dtype = args.table_dtype == "auto" ? "bf16" : args.table_dtype;  // tools/run_options.cpp table_dtype_for
+  opts.table_dtype = cli::resolve_table_dtype(args.table_dtype);
 
   mlir::MLIRContext ctx(mlir::MLIRContext::Threading::DISABLED);
   frontend::FrontendOptions fopts;

@@ -61,14 +61,6 @@ std::string kv_dtype_for(const RunOptions& o) {
   return o.kv_dtype;
 }
 
-std::string table_dtype_for(const RunOptions& o) {
-  // auto keeps the checkpoint's table. `int8` halves it (Gemma-4-12B: 1.0 GB more for KV, half
-  // the LM head's bytes per decode step) for ΔNLL +0.0001 on the tiny model (docs/QUANTIZATION.md
-  // "The table"); it becomes the cuda default once its GPU figures are in BENCHMARKS.md.
-  if (o.table_dtype == "auto") return "bf16";
-  return o.table_dtype;
-}
-
 plan::Plan plan_for(const RunOptions& o, int max_seq_len) {
   if (!o.plan.empty()) {
     if (o.kv_dtype != "auto")
@@ -86,7 +78,7 @@ plan::Plan plan_for(const RunOptions& o, int max_seq_len) {
   po.max_chunk = std::max(256, std::min(max_seq_len, budget));  // as Engine::open's default
   po.max_seq_len = max_seq_len;
   po.kv_dtype = kv_dtype_for(o);
-  po.table_dtype = table_dtype_for(o);
+  po.table_dtype = cli::resolve_table_dtype(o.table_dtype);
   // The device budget constrains device plans; the CPU backend holds everything in host memory.
   if (o.dev.device == "cpu") po.budget_mib = int64_t(1) << 40;
   return compile_plan(o.model, po);

@@ -27,7 +27,7 @@ struct RunOptions {
   int chunk = 0;
   int mixed_prefill = -1;  // -1: the device's default (step_mixed_prefill_tokens)
   std::string kv_dtype = "auto";  // KV storage of the plan compiled in process (kv_dtype_for)
-  std::string table_dtype = "auto";  // its embedding / LM head table (table_dtype_for)
+  std::string table_dtype = "auto";  // its embedding / LM head table (cli::resolve_table_dtype)
   runtime::DeviceFlags dev;  // --device, --emulate, --budget, --trace, --deterministic
 };
 
@@ -48,8 +48,6 @@ runtime::EngineOptions engine_options(const RunOptions& o, int max_seq_len);
 // use, so the ring capacity (W−1+chunk) matches the run.
 // The KV storage of the plan compiled in process: --kv-dtype, where auto means fp8 on cuda.
 std::string kv_dtype_for(const RunOptions& o);
-// Its embedding / LM head table: --table-dtype, where auto means bf16.
-std::string table_dtype_for(const RunOptions& o);
 plan::Plan plan_for(const RunOptions& o, int max_seq_len);
 
 // The engine these options describe, with its plan (plan_for) and backend (--device).
