@@ -57,6 +57,16 @@ struct GenerationResult {
   int preemptions = 0;
 };
 
+// Time per output token of one request, as serving benchmarks define it (vLLM, genai-perf): its
+// mean interval between consecutive tokens, (last token - first token) / (tokens - 1); -1 when it
+// generated fewer than two tokens. The intervals themselves are the inter-token latencies (ITL).
+inline double time_per_output_token(const GenerationResult& r) {
+  if (r.decode_latencies_s.empty()) return -1;
+  double s = 0;
+  for (double d : r.decode_latencies_s) s += d;
+  return s / double(r.decode_latencies_s.size());
+}
+
 struct SchedulerOptions {
   int max_sequences = 8;    // running sequences at once (ring slots)
   int token_budget = 512;   // tokens per step, all sequences together

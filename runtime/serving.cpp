@@ -175,7 +175,7 @@ ServeSummary serve_jsonl(Engine& engine, const models::Tokenizer* tok, std::istr
   std::vector<GenerationResult> results(parsed.size());
   std::vector<char> done(parsed.size(), 0);
   size_t written = 0;
-  std::vector<double> ttft, tpot;
+  std::vector<double> ttft, tpot, itl;
   // Writes every finished result of the done prefix, one flushed line each.
   auto write_ready = [&] {
     while (written < results.size() && done[written]) {
@@ -193,7 +193,8 @@ ServeSummary serve_jsonl(Engine& engine, const models::Tokenizer* tok, std::istr
       }
       s.generated_tokens += int64_t(r.tokens.size());
       if (!r.tokens.empty()) ttft.push_back(r.prefill_latency_s);
-      for (double d : r.decode_latencies_s) tpot.push_back(d);
+      if (double t = time_per_output_token(r); t >= 0) tpot.push_back(t);
+      itl.insert(itl.end(), r.decode_latencies_s.begin(), r.decode_latencies_s.end());
     }
   };
   auto finished = [&](size_t i, GenerationResult r) {
@@ -245,6 +246,8 @@ ServeSummary serve_jsonl(Engine& engine, const models::Tokenizer* tok, std::istr
             {"ttft_p99_s", percentile(ttft, 99)},
             {"tpot_p50_s", percentile(tpot, 50)},
             {"tpot_p99_s", percentile(tpot, 99)},
+            {"itl_p50_s", percentile(itl, 50)},
+            {"itl_p99_s", percentile(itl, 99)},
             {"steps", engine.stats().steps},
             {"preemptions", engine.stats().preemptions},
             {"device", opts.device}};

@@ -1,7 +1,7 @@
 // g4c bench — loads the model once (the plan `g4c run` runs: compiled in process, or --plan), warms
 // up, then runs the whole requests jsonl N times in one process (through the serving library of
 // `g4c run`) and writes a report JSON: elapsed
-// median/min/max, generated tokens/s, TTFT/TPOT p50/p99 (pooled over the timed runs), peak
+// median/min/max, generated tokens/s, TTFT/TPOT/ITL p50/p99 (pooled over the timed runs), peak
 // device bytes, and per phase (prefill, decode) FLOPs and bytes against the device ceilings
 // (DESIGN.md §5; work model in tools/bench_roofline.h). Phase times: prefill = median elapsed of
 // runs of the same requests with max_new_tokens 1; decode = median full elapsed − that.
@@ -160,6 +160,8 @@ json run_json(const RunRecord& r) {
           {"ttft_p99_s", r.summary["ttft_p99_s"]},
           {"tpot_p50_s", r.summary["tpot_p50_s"]},
           {"tpot_p99_s", r.summary["tpot_p99_s"]},
+          {"itl_p50_s", r.summary["itl_p50_s"]},
+          {"itl_p99_s", r.summary["itl_p99_s"]},
           {"steps", r.steps},
           {"preemptions", r.summary["preemptions"]},
           {"max_running_sequences", r.summary["max_running_sequences"]},
@@ -253,7 +255,7 @@ json bench(const BenchArgs& a) {
                     {"table_dtype", table_storage(engine->plan())}};
   rep["load_s"] = load_s;
   rep["requests"] = full[0].summary["requests"];
-  std::vector<double> el, pel, ttft, tpot;
+  std::vector<double> el, pel, ttft, tpot, itl;
   std::vector<bench::RequestShape> shapes;
   int64_t prompt_total = 0;
   for (const auto& r : full[0].results) {
@@ -267,7 +269,8 @@ json bench(const BenchArgs& a) {
     el.push_back(r.summary["elapsed_s"]);
     for (const auto& x : r.results) {
       if (!x.tokens.empty()) ttft.push_back(x.prefill_latency_s);
-      tpot.insert(tpot.end(), x.decode_latencies_s.begin(), x.decode_latencies_s.end());
+      if (double t = runtime::time_per_output_token(x); t >= 0) tpot.push_back(t);
+      itl.insert(itl.end(), x.decode_latencies_s.begin(), x.decode_latencies_s.end());
     }
   }
   for (const auto& r : pre) {
@@ -282,7 +285,10 @@ json bench(const BenchArgs& a) {
   rep["generated_tokens_per_s"] = med > 0 ? full[0].summary["generated_tokens"].get<double>() / med : 0.0;
   rep["ttft_s"] = {{"p50", bench::percentile(ttft, 50)}, {"p99", bench::percentile(ttft, 99)}};
   rep["tpot_s"] = {{"p50", bench::percentile(tpot, 50)}, {"p99", bench::percentile(tpot, 99)}};
-  rep["percentiles_over"] = "every request of every timed run (TTFT) / every decode step of them (TPOT)";
+  rep["itl_s"] = {{"p50", bench::percentile(itl, 50)}, {"p99", bench::percentile(itl, 99)}};
+  rep["percentiles_over"] =
+      "every request of every timed run (TTFT; TPOT = its mean interval between tokens) / every interval between "
+      "consecutive tokens of them (ITL)";
   json dev = full.back().summary;  // peak_device_bytes, steps; the CUDA backend adds its fields
   runtime::add_device_summary(engine->backend(), dev);
   rep["device"] = dev["device"];
@@ -409,10 +415,14 @@ void run_bench(const BenchArgs& a) {
       line.pop_back();
       std::fprintf(stderr, "%s\n", line.c_str());
     }
-    std::fprintf(stderr, "%s: median %.3f s (min %.3f, max %.3f), %.1f tok/s, roofline prefill %.1f%% decode %.1f%%\n",
+    std::fprintf(stderr,
+                 "%s: median %.3f s (min %.3f, max %.3f), %.1f tok/s, TPOT p50/p99 %.1f/%.1f ms, ITL p50/p99 "
+                 "%.1f/%.1f ms, roofline prefill %.1f%% decode %.1f%%\n",
                  rep["label"].get<std::string>().c_str(), rep["elapsed_s"]["median"].get<double>(),
                  rep["elapsed_s"]["min"].get<double>(), rep["elapsed_s"]["max"].get<double>(),
-                 rep["generated_tokens_per_s"].get<double>(),
+                 rep["generated_tokens_per_s"].get<double>(), 1e3 * rep["tpot_s"]["p50"].get<double>(),
+                 1e3 * rep["tpot_s"]["p99"].get<double>(), 1e3 * rep["itl_s"]["p50"].get<double>(),
+                 1e3 * rep["itl_s"]["p99"].get<double>(),
                  100 * rep["phases"]["prefill"]["roofline_fraction"].get<double>(),
                  100 * rep["phases"]["decode"]["roofline_fraction"].get<double>());
     reports.push_back(std::move(rep));

@@ -173,13 +173,14 @@ int run(int argc, char** argv) {
   auto res = engine->generate(reqs);
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   long gen = 0;
-  std::vector<double> ttft, tpot;
+  std::vector<double> ttft, tpot, itl;
   int errors = 0;
   for (const auto& r : res) {
     gen += long(r.tokens.size());
     errors += r.finish_reason == "error";
     ttft.push_back(r.prefill_latency_s);
-    for (double d : r.decode_latencies_s) tpot.push_back(d);
+    if (double t = runtime::time_per_output_token(r); t >= 0) tpot.push_back(t);
+    itl.insert(itl.end(), r.decode_latencies_s.begin(), r.decode_latencies_s.end());
   }
   auto info = runtime::cuda_info(engine->backend());
   json s;
@@ -197,6 +198,8 @@ int run(int argc, char** argv) {
   s["ttft_p99_s"] = pct(ttft, 0.99);
   s["tpot_p50_s"] = pct(tpot, 0.5);
   s["tpot_p99_s"] = pct(tpot, 0.99);
+  s["itl_p50_s"] = pct(itl, 0.5);
+  s["itl_p99_s"] = pct(itl, 0.99);
   s["peak_device_bytes"] = info.peak_device_bytes;
   s["peak_device_mib"] = double(info.peak_device_bytes) / (1 << 20);
   s["context_mib"] = double(info.context_bytes) / (1 << 20);

@@ -46,7 +46,7 @@ if case == "report":
     rep_path = os.path.join(work, "report.json")
     bench("--repeat", "3", "--warmup", "1", "--warmup-requests", "1", "--ignore-eos", "--report", rep_path)
     r = json.load(open(rep_path))
-    for k in ["runs", "prefill_runs", "elapsed_s", "generated_tokens", "generated_tokens_per_s", "ttft_s", "tpot_s",
+    for k in ["runs", "prefill_runs", "elapsed_s", "generated_tokens", "generated_tokens_per_s", "ttft_s", "tpot_s", "itl_s",
               "peak_device_bytes", "peak_rss_bytes", "ceilings", "phases", "device", "date", "requests"]:
         check(k in r, f"report has {k}")
     reqs = [json.loads(l) for l in open(data) if l.strip()]
@@ -60,12 +60,14 @@ if case == "report":
     for x in r["runs"]:
         check(x["generated_tokens"] == want_gen, f"--ignore-eos generates every max_new_tokens ({x['generated_tokens']} vs {want_gen})")
         check(close(x["generated_tokens_per_s"], x["generated_tokens"] / x["elapsed_s"]), "run tokens/s = generated/elapsed")
-        check(x["ttft_p50_s"] <= x["ttft_p99_s"] and x["tpot_p50_s"] <= x["tpot_p99_s"], "run percentiles ordered")
+        check(x["ttft_p50_s"] <= x["ttft_p99_s"] and x["tpot_p50_s"] <= x["tpot_p99_s"] and
+              x["itl_p50_s"] <= x["itl_p99_s"], "run percentiles ordered")
     check(len({x["tokens_fnv1a"] for x in r["runs"]}) == 1, "greedy token ids identical across repeats")
     check(all(x["generated_tokens"] == len(reqs) for x in r["prefill_runs"]), "prefill runs generate one token each")
     check(close(r["generated_tokens_per_s"], r["generated_tokens"] / e["median"]), "tokens/s = generated/median")
     check(0 < r["ttft_s"]["p50"] <= r["ttft_s"]["p99"], "TTFT p50 <= p99")
     check(0 < r["tpot_s"]["p50"] <= r["tpot_s"]["p99"], "TPOT p50 <= p99")
+    check(0 < r["itl_s"]["p50"] <= r["itl_s"]["p99"], "ITL p50 <= p99")
     check(r["peak_rss_bytes"] > 0, "peak RSS recorded")
     c = r["ceilings"]
     check(c["flops_per_s"] > 0 and c["bytes_per_s"] > 0 and "measured" in c["flops_source"], "CPU ceilings measured")

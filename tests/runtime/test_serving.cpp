@@ -2,6 +2,9 @@
 // the others are served, and the summary counts the failures.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <numeric>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -100,8 +103,31 @@ TEST(Serving, OutputAndSummaryHaveTheLabFields) {
   EXPECT_EQ(s.lines[0]["prompt_tokens"], int(tokenizer().encode("The kernel", true).size()));
   EXPECT_EQ(s.lines[0]["text"], tokenizer().decode(s.lines[0]["token_ids"].get<std::vector<int32_t>>(), true));
   for (const char* k : {"requests", "generated_tokens", "elapsed_s", "requests_per_s", "generated_tokens_per_s",
-                        "batch_size", "peak_device_bytes", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "device"})
+                        "batch_size", "peak_device_bytes", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
+                        "itl_p50_s", "itl_p99_s", "device"})
     EXPECT_TRUE(s.summary.json.contains(k)) << k;
+  // TPOT is per request (its mean interval between tokens, as vLLM's benchmarks define it), ITL per
+  // interval; both percentiles linear between the two nearest ranks (numpy's default). Recomputed
+  // here from the output lines' own intervals, which the JSON carries at full double precision: the
+  // only difference is the order of the sums, so 1e-12 relative.
+  std::vector<double> tpot, itl;
+  for (const auto& l : s.lines) {
+    auto d = l["metrics"]["decode_latencies_s"].get<std::vector<double>>();
+    tpot.push_back(std::accumulate(d.begin(), d.end(), 0.0) / double(d.size()));
+    itl.insert(itl.end(), d.begin(), d.end());
+  }
+  auto pct = [](std::vector<double> v, double p) {
+    std::sort(v.begin(), v.end());
+    const double pos = p / 100 * double(v.size() - 1);
+    const size_t lo = size_t(std::floor(pos)), hi = std::min(lo + 1, v.size() - 1);
+    return v[lo] * (1 - (pos - double(lo))) + v[hi] * (pos - double(lo));
+  };
+  auto near = [](double a, double b) { return std::abs(a - b) <= 1e-12 * std::max(std::abs(a), std::abs(b)); };
+  EXPECT_TRUE(near(s.summary.json["tpot_p50_s"], (tpot[0] + tpot[1]) / 2));
+  EXPECT_TRUE(near(s.summary.json["tpot_p99_s"], pct(tpot, 99)));
+  EXPECT_TRUE(near(s.summary.json["itl_p50_s"], pct(itl, 50)));
+  EXPECT_TRUE(near(s.summary.json["itl_p99_s"], pct(itl, 99)));
+  EXPECT_EQ(itl.size(), 3u + 31u);
   EXPECT_EQ(s.summary.json["requests"], 2);
   EXPECT_EQ(s.summary.json["generated_tokens"], 36);
   EXPECT_EQ(s.summary.json["batch_size"], 4);
