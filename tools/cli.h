@@ -39,11 +39,16 @@ inline CLI::Option* add_table_dtype_option(CLI::App* cmd, std::string& target, c
       ->capture_default_str();
 }
 
-// The table storage --table-dtype asks for. auto keeps the checkpoint's table. `int8` halves it
+// The table storage --table-dtype asks for. auto is `int8` for a GPU plan: half the table's bytes
 // (Gemma-4-12B: 1.0 GB more for KV, half the LM head's bytes per decode step) for ΔNLL +0.0001 on
-// the tiny model (docs/QUANTIZATION.md "The table"); it becomes the cuda default once its GPU
-// figures are in BENCHMARKS.md.
-inline std::string resolve_table_dtype(const std::string& option) { return option == "auto" ? "bf16" : option; }
+// the tiny model, the 12B's logits at cosine 0.9996 to the BF16 table's and performance_large
+// 1.15× faster (docs/QUANTIZATION.md "The table", BENCHMARKS.md). A CPU plan keeps the
+// checkpoint's BF16 table: memory does not bind there, and its weight store holds fp32 values
+// either way.
+inline std::string resolve_table_dtype(const std::string& option, bool gpu_plan) {
+  if (option != "auto") return option;
+  return gpu_plan ? "int8" : "bf16";
+}
 
 // Thrown by a subcommand that is not implemented yet: main prints it and exits 2.
 struct NotImplemented {

@@ -58,10 +58,10 @@ void run_compile(const CompileArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   passes::PipelineOptions opts = args.pipeline;
   opts.budget_mib = parse_budget_mib(args.budget);
-  // GPU plans store K/V as FP8 unless asked otherwise, as `g4c run/bench` on cuda compile them
-  // (tools/run_options.cpp kv_dtype_for).
+  // GPU plans store K/V as FP8 and the table as INT8 unless asked otherwise, as `g4c run/bench` on
+  // cuda compile them (tools/run_options.cpp kv_dtype_for, cli::resolve_table_dtype).
   if (opts.kv_dtype == "auto" && args.bf16_activations) opts.kv_dtype = "fp8";
-  opts.table_dtype = cli::resolve_table_dtype(args.table_dtype);
+  opts.table_dtype = cli::resolve_table_dtype(args.table_dtype, args.bf16_activations);
 
   mlir::MLIRContext ctx(mlir::MLIRContext::Threading::DISABLED);
   frontend::FrontendOptions fopts;
@@ -159,7 +159,7 @@ void add_compile_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--bf16-activations", args->bf16_activations, "BF16 activations (GPU) instead of f32");
   cli::add_kv_dtype_option(cmd, args->pipeline.kv_dtype, "F32 with f32 activations, FP8 with --bf16-activations");
-  cli::add_table_dtype_option(cmd, args->table_dtype, "bf16");
+  cli::add_table_dtype_option(cmd, args->table_dtype, "int8 with --bf16-activations, the GPU plan; else bf16");
   cmd->callback([args] { run_compile(*args); });
 }
 

@@ -77,7 +77,7 @@ void run_eval(const EvalArgs& a) {
 
   // One single-threaded Engine per worker; the workers take whole sequences.
   std::vector<std::unique_ptr<tools::EngineScorer>> engines;
-  const std::string table_dtype = cli::resolve_table_dtype(a.table_dtype);
+  const std::string table_dtype = cli::resolve_table_dtype(a.table_dtype, false);
   for (int t = 0; t < threads; ++t)
     engines.push_back(std::make_unique<tools::EngineScorer>(a.model, a.max_len, 1, a.kv_dtype, table_dtype));
   const bool is_int4 = models::Int4Checkpoint::is_int4_dir(a.model);
@@ -173,7 +173,7 @@ void run_eval(const EvalArgs& a) {
   out["dataset_sha256"] = sha;
   out["chunk_size"] = a.chunk;
   out["kv_dtype"] = a.kv_dtype;
-  out["table_dtype"] = cli::resolve_table_dtype(a.table_dtype);
+  out["table_dtype"] = table_dtype;
   out["max_sequence_length"] = a.max_len;
   out["bucket_lengths"] = buckets;
   const nlohmann::json totals = agg_json(all);

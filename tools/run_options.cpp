@@ -24,7 +24,7 @@ void add_engine_options(CLI::App* cmd, RunOptions& o, const std::string& max_seq
                   "(0: --max-num-batched-tokens; -1: the device's default)")
       ->capture_default_str();
   cli::add_kv_dtype_option(cmd, o.kv_dtype, "of the plan compiled in process: F32 on the cpu, FP8 on cuda");
-  cli::add_table_dtype_option(cmd, o.table_dtype, "of the plan compiled in process: bf16");
+  cli::add_table_dtype_option(cmd, o.table_dtype, "of the plan compiled in process: int8 on cuda, bf16 on cpu");
   cmd->add_option("--device", o.dev.device, "cpu or cuda")->capture_default_str();
   cmd->add_option("--emulate", o.dev.emulate, "cuda: run in a 16-SM green context emulating a MIG slice (1g.10gb)");
   cmd->add_flag("--deterministic", o.dev.deterministic,
@@ -78,7 +78,7 @@ plan::Plan plan_for(const RunOptions& o, int max_seq_len) {
   po.max_chunk = std::max(256, std::min(max_seq_len, budget));  // as Engine::open's default
   po.max_seq_len = max_seq_len;
   po.kv_dtype = kv_dtype_for(o);
-  po.table_dtype = cli::resolve_table_dtype(o.table_dtype);
+  po.table_dtype = cli::resolve_table_dtype(o.table_dtype, o.dev.device == "cuda");
   // The device budget constrains device plans; the CPU backend holds everything in host memory.
   if (o.dev.device == "cpu") po.budget_mib = int64_t(1) << 40;
   return compile_plan(o.model, po);

@@ -233,8 +233,13 @@ DecodeTuning decode_tuning(const KernelOptions& ko) {
 
 int gemm_stream_sms(cudaStream_t stream) { return stream_sms(stream); }
 
+bool w4a16_rows_take_wgmma(int m, int n, int sms) {
+  if (m > kDecodeMaxRows) return true;
+  return m > 16 && sms >= 64 && n >= 2048 && n <= 8192;
+}
+
 size_t w4a16_workspace_bytes(int m, const Int4Weight& w, const KernelOptions& ko) {
-  if (m >= 64) return 0;
+  if (m > kDecodeMaxRows) return 0;
   return w4a16_decode_workspace_bytes(w, decode_tuning(ko));  // gemm_decode.cu
 }
 
@@ -250,20 +255,11 @@ cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilo
                        const GemmOut& out, void* workspace, size_t workspace_bytes,
                        cudaStream_t stream, const KernelOptions& ko) {
   if (m <= 0) return cudaSuccess;
-  if (m >= 64) return w4a16_gemm_wgmma(x, m, ldx, w, ep, out, stream);
-  // Decode kernels: one pass up to kDecodeMaxRows rows; 32 < m < 64 in two passes of ⌈m/2⌉ and
-  // ⌊m/2⌋ rows (each reads the weights once; the second's kernels start after the first's, which
-  // left the workspace zero).
-  const int m0 = m <= kDecodeMaxRows ? m : (m + 1) / 2;
+  const int sms = stream_sms(stream);
+  if (w4a16_rows_take_wgmma(m, w.n, sms)) return w4a16_gemm_wgmma(x, m, ldx, w, ep, out, stream);
   DecodeTuning t = decode_tuning(ko);
-  t.variant = w4a16_decode_choice(m0, w, stream_sms(stream));
-  cudaError_t err = w4a16_decode(x, m0, ldx, w, ep, out, workspace, workspace_bytes, t, stream);
-  if (err != cudaSuccess || m0 == m) return err;
-  const size_t ysize = ep == Epilogue::SoftcapF32 ? sizeof(float) : sizeof(bf16);
-  GemmOut rest = out;
-  rest.y = static_cast<unsigned char*>(out.y) + size_t(m0) * out.ldy * ysize;
-  if (out.residual) rest.residual = out.residual + size_t(m0) * out.ldr;
-  return w4a16_decode(x + size_t(m0) * ldx, m - m0, ldx, w, ep, rest, workspace, workspace_bytes, t, stream);
+  t.variant = w4a16_decode_choice(m, w, sms);
+  return w4a16_decode(x, m, ldx, w, ep, out, workspace, workspace_bytes, t, stream);
 }
 
 cudaError_t bf16_gemm(const bf16* x, int m, int ldx, const Bf16Weight& w, Epilogue ep,

@@ -87,7 +87,7 @@ struct GemmOut {
 // The most rows w4a16_gemm runs through the weight-streaming decode kernels.
 constexpr int kDecodeMaxRows = 32;
 
-// Workspace for the decode path (m < 64): the streaming kernels' fp32 partials and tile
+// Workspace for the decode path (m ≤ kDecodeMaxRows): the streaming kernels' fp32 partials and tile
 // counters (gemm_decode.cuh); size a shared workspace with m = kDecodeMaxRows and the options the
 // launches use (deterministic mode needs more). It must be ZERO the first time it is used
 // (cudaMemset once); the kernels leave it zero. One workspace must not be used by two launches
@@ -95,23 +95,31 @@ constexpr int kDecodeMaxRows = 32;
 size_t w4a16_workspace_bytes(int m, const Int4Weight& w, const KernelOptions& ko = {});
 
 // x: bf16 [m, ldx] (ldx % 8 == 0, 16-byte aligned), first w.k columns used.
-// m ≤ 32: the weight-streaming decode kernels of gemm_decode.cu, one pass over the weights
-// for all m rows (w4a16_decode_choice picks the variant; `ko` the launch by PDL and the
-// summation order).
-// m ≥ 64: warp-specialized persistent sm_90a wgmma kernel (w4a16_gemm_wgmma, gemm_sm90_rs.cu:
-// one thread copies X and the packed INT4 tiles (tensor maps) into a stage ring; two consumer
-// warpgroups dequantize their fragments in registers and issue wgmma with A from registers;
-// persistent grid of one block per SM of the stream (green context aware); 128 rows × 256 or 128
-// tokens per tile, split-K over 2 or 4 blocks by shape).
-// 32 < m < 64: two passes of the decode kernels (⌈m/2⌉ rows, then the rest).
-// Returns cudaSuccess or the launch error.
+// The weight-streaming decode kernels of gemm_decode.cu (one pass over the weights for all m
+// rows; w4a16_decode_choice picks the variant; `ko` the launch by PDL and the summation order)
+// for m ≤ 16, and for 17–32 rows unless w4a16_rows_take_wgmma says otherwise; else the
+// warp-specialized persistent sm_90a wgmma kernel (w4a16_gemm_wgmma, gemm_sm90_rs.cu: one thread
+// copies X and the packed INT4 tiles (tensor maps) into a stage ring; two consumer warpgroups
+// dequantize their fragments in registers and issue wgmma with A from registers; persistent grid
+// of one block per SM of the stream (green context aware); 32, 64, 128 or 256 tokens per tile,
+// split-K over 2 or 4 blocks by shape). Returns cudaSuccess or the launch error.
 cudaError_t w4a16_gemm(const bf16* x, int m, int ldx, const Int4Weight& w, Epilogue ep,
                        const GemmOut& out, void* workspace, size_t workspace_bytes,
                        cudaStream_t stream, const KernelOptions& ko = {});
 
-// The wgmma kernel for any m ≥ 1: what w4a16_gemm runs from 64 rows on (128 or 256 tokens per
-// tile); below 64 rows one tile of 32 or 64 tokens, which g4c_bench_decode times against the
-// decode kernels (w4a16_gemm does not take it there until those figures say it should).
+// Whether w4a16_gemm runs `m` rows of an n-column weight on the wgmma kernel on `sms` SMs
+// (g4c_bench_decode, BENCHMARKS.md "Kernels"). Past kDecodeMaxRows rows always: the decode
+// kernels would read the weights twice. For 17–32 rows on a whole GPU (≥ 64 SMs) when
+// 2048 ≤ n ≤ 8192: there a decode kernel's second token tile costs more than wgmma's whole tile
+// (H100, 17–32 rows: sliding q, k|v, o, full q, full o at 0.50–0.99× the decode kernels' time,
+// down 1.07× at 17 rows and 0.84× at 32), while gate+up (n 30720) and full q+k (8704) stay faster
+// on the decode kernels and a narrower n leaves wgmma too few column tiles to fill the GPU. In a
+// 16-SM slice the decode kernels are faster at 17–24 rows on every shape (gate+up 1.33× at 32).
+bool w4a16_rows_take_wgmma(int m, int n, int sms);
+
+// The wgmma kernel for any m ≥ 1 (128 or 256 tokens per tile from 64 rows; below, one tile of 32
+// or 64 tokens): what w4a16_gemm runs where w4a16_rows_take_wgmma says so; g4c_bench_decode
+// times it against the decode kernels at every row count.
 cudaError_t w4a16_gemm_wgmma(const bf16* x, int m, int ldx, const Int4Weight& w, Epilogue ep, const GemmOut& out,
                              cudaStream_t stream);
 
