@@ -153,7 +153,10 @@ void prefill_cases() {
   run_int4({77, 300, 776, 128, true, true, Epilogue::ResidualAdd}, kInt4Bound);  // m, n tails
   run_int4({130, 1024, 2048, 128, false, true, Epilogue::Store}, kInt4Bound);
   run_int4({17, 64, 200, 64, false, false, Epilogue::Store}, kInt4Bound);       // decode kernel, 32-token tiles
-  // 32 < m < 64: two decode passes (rows 0 … ⌈m/2⌉ − 1, then the rest: y and residual offsets)
+  // 17–32 rows with 2048 ≤ n ≤ 8192: the wgmma kernel on a whole GPU, the decode kernel in a slice
+  // (w4a16_rows_take_wgmma)
+  run_int4({24, 2048, 1000, 128, true, true, Epilogue::ResidualAdd}, kInt4Bound);
+  // 32 < m < 64: the wgmma kernel's 64-token tile
   run_int4({33, 64, 200, 64, false, false, Epilogue::Store}, kInt4Bound);
   run_int4({48, 300, 776, 128, true, true, Epilogue::ResidualAdd}, kInt4Bound);
   run_int4({63, 136, 520, 64, true, false, Epilogue::GeluMul}, kGeluBound);
