@@ -361,6 +361,15 @@ json bench(const BenchArgs& a) {
     by_batch.push_back(bench::decode_batch_json(engine->config(), step_weight_bytes, b, sched.kv_token_bytes, ceil));
   }
   rep["decode_by_batch"] = by_batch;
+  // The same steps by their exact row count (timed runs summed): how often each size runs, and so
+  // how much a CUDA-graph bucket pads them (the plan's decode buckets: g4c inspect).
+  std::map<int, runtime::DecodeBatchStats> rows_sum;
+  for (const auto& r : full)
+    for (const auto& [rows, d] : r.decode_by_rows) rows_sum[rows] += d;
+  json by_rows = json::array();
+  for (const auto& [rows, d] : rows_sum)
+    by_rows.push_back({{"rows", rows}, {"steps", d.steps}, {"ms_per_step", 1e3 * d.seconds / double(d.steps)}});
+  rep["decode_steps_by_rows"] = by_rows;
   if (a.dev.emulate == "1g.10gb") {
     // The emulation has the whole GPU's HBM bandwidth; a real slice has 1/8 of it: project.
     const auto slice = bench::real_slice_1g10gb();

@@ -101,7 +101,17 @@ if case == "report":
         check(0 < b["elapsed_s"] < sum(x["elapsed_s"] for x in r["runs"]), "batch time within the runs' time")
         t = max(b["flops"] / c["flops_per_s"], b["bytes"] / c["bytes_per_s"])
         check(close(b["roofline_fraction"], t / b["elapsed_s"]), "batch fraction = roofline/elapsed")
-    print(json.dumps({k: r[k] for k in ["elapsed_s", "generated_tokens_per_s", "ttft_s", "tpot_s"]}))
+    # The exact row counts partition the same steps: each range's steps and time are the sum of its rows'.
+    dr = r["decode_steps_by_rows"]
+    check([x["rows"] for x in dr] == sorted({x["rows"] for x in dr}), "row counts ascending and distinct")
+    for b in db:
+        inside = [x for x in dr if b["rows_min"] <= x["rows"] <= b["rows_max"]]
+        check(sum(x["steps"] for x in inside) == b["steps"], "a range's steps are its rows' steps")
+        check(close(sum(x["steps"] * x["rows"] for x in inside), b["tokens"]), "a range's rows are its rows' rows")
+        check(close(sum(x["ms_per_step"] * x["steps"] for x in inside), 1e3 * b["elapsed_s"], 1e-9),
+              "a range's time is its rows' time")
+    check(sum(x["steps"] for x in dr) == sum(b["steps"] for b in db), "every decode step counted once")
+    print(json.dumps({k: r[k] for k in ["elapsed_s", "generated_tokens_per_s", "ttft_s", "tpot_s", "itl_s"]}))
 elif case == "plot":
     rep_path, png = os.path.join(work, "r.json"), os.path.join(work, "r.png")
     for f in (rep_path, png):
