@@ -188,7 +188,7 @@ int stream_sms(cudaStream_t stream) {
 // distributed shared memory; costs fitted to measurements, BENCHMARKS.md "Prefill GEMM"). Waves
 // count tiles per block (persistent grid, ks = 1) or clusters per resident-cluster slot; a split
 // needs ≥ 8 k steps per block and must beat the best unsplit plan by 10%. 256-token tiles only
-// when m > 128; fewer than 64 rows (w4a16_gemm_wgmma only) take one tile of 32 or 64 tokens
+// when m > 128; fewer than 64 rows (decode batches) take one tile of 32 or 64 tokens
 // (memory-bound: its k step costs what a 128-token one does).
 struct RsPlan {
   int bt, ks;

@@ -151,9 +151,9 @@ __device__ __forceinline__ void epilogue_full_tile(const EpiArgs& e, const float
 // sm_90a wgmma kernel (gemm_sm90.cu), BF16 weights, m ≥ 64; bt: tokens per block, 128 or 256.
 cudaError_t launch_wgmma_bf16(const bf16* x, int ldx, const Bf16Weight& w, const EpiArgs& e,
                               int bt, cudaStream_t stream);
-// Register-A warp-specialized kernel (gemm_sm90_rs.cu), INT4 weights, m ≥ 64: TMA-fed X, the
+// Register-A warp-specialized kernel (gemm_sm90_rs.cu), INT4 weights, any m: TMA-fed X, the
 // weight fragments, scales and zeros by one TMA box each per stage, INT4 dequantized in the
-// consumer warps' registers (wgmma with A from registers); bt 256 or 128; max_blocks caps the
+// consumer warps' registers (wgmma with A from registers); bt 256, 128, 64 or 32; max_blocks caps the
 // persistent grid (each block loops over tiles). ksplit 2 / 4: split-K over a cluster of that
 // many blocks per tile, summed through distributed shared memory (one tile per cluster;
 // max_blocks ignored); capped by the k chunks.

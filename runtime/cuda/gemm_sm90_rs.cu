@@ -1,8 +1,8 @@
 // Warp-specialized Hopper (sm_90a) W4A16 GEMM with the A operand (dequantized INT4 weights) in
 // registers: wgmma.mma_async m64nBTk16 "RS" form (A from registers, B = X tile from shared
 // memory), fp32 accumulators. The Machete arrangement, without CUTLASS. BT = 256 or 128 tokens
-// from 64 rows on (w4a16_gemm); 64 or 32 for smaller batches (w4a16_gemm_wgmma), where the
-// tensor work per k step is short and its four k16 wgmmas alternate between 2 or 4 accumulators
+// from 64 rows on; 64 or 32 for smaller batches (the decode batches w4a16_rows_take_wgmma gives
+// it), where the tensor work per k step is short and its four k16 wgmmas alternate between 2 or 4 accumulators
 // instead of waiting on one another.
 //
 // Block = 3 warpgroups (384 threads), persistent over tiles of 128 weight rows × BT tokens
