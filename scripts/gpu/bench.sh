@@ -136,7 +136,9 @@ for f in sorted(glob.glob(os.path.join(r, "*_r*.json"))):
     key, pack, _ = stem.rsplit("_", 2)
     rep = json.load(open(f))
     rows.setdefault(key, {}).setdefault(pack, []).append(rep)
-print(f"{'dataset / mode':34} {'pack':5} {'median s':>9} {'min-max s':>15} {'tok/s':>8} {'batch':>5} tokens")
+print(f"{'dataset / mode':34} {'pack':5} {'median s':>9} {'min-max s':>15} {'tok/s':>8} {'batch':>5} "
+      f"{'TPOT p50/p99 ms':>16} {'ITL p50/p99 ms':>16} tokens")
+ms = lambda rep, k: f"{1e3 * rep[k]['p50']:.1f}/{1e3 * rep[k]['p99']:.1f}" if k in rep else "-"  # older packs: no itl_s
 bad = 0
 for key, by in rows.items():
     hashes = {p: sorted({x["tokens_fnv1a"] for rep in reps for x in rep["runs"]}) for p, reps in by.items()}
@@ -158,7 +160,8 @@ for key, by in rows.items():
             same = hashes[packs[0]] == h
             note += " = base" if same else " != base"
             bad |= not same
-        print(f"{key:34} {p:5} {med:9.3f} {lo:7.3f}-{hi:<7.3f} {tps:8.1f} {reps[0]['options']['batch_size']:>5} {note}")
+        print(f"{key:34} {p:5} {med:9.3f} {lo:7.3f}-{hi:<7.3f} {tps:8.1f} {reps[0]['options']['batch_size']:>5} "
+              f"{ms(reps[0], 'tpot_s'):>16} {ms(reps[0], 'itl_s'):>16} {note}")
     if len(packs) > 1 and all(p in by for p in packs):
         b = statistics.median(rep["elapsed_s"]["median"] for rep in by[packs[0]])
         n = statistics.median(rep["elapsed_s"]["median"] for rep in by[packs[-1]])
