@@ -180,7 +180,7 @@ def PlanOffload : Pass<"g4-plan-offload", "::mlir::ModuleOp"> {
   ];
 }
 
-// ---- quantization (issue 5; passes/quant/ holds the MLIR-free math) ----
+// ---- quantization (passes/quant/ holds the MLIR-free math) ----
 
 def QuantizeRTN : Pass<"g4-quantize-rtn", "::mlir::ModuleOp"> {
   let summary = "mark every Linear weight INT4 group-quantized (round-to-nearest)";

@@ -54,7 +54,7 @@ runtime::EngineOptions engine_options(const RunOptions& o, int max_seq_len) {
 }
 
 std::string kv_dtype_for(const RunOptions& o) {
-  // FP8 on cuda: within the quality bounds of issue 38 (tiny model ΔNLL +0.001 against BF16 KV,
+  // FP8 on cuda: within the quality bounds of BENCHMARKS.md (tiny model ΔNLL +0.001 against BF16 KV,
   // 12B logits cosine >= 0.9994, the same tokens on performance_public) and faster on every
   // benchmark set (BENCHMARKS.md "KV storage"); the CPU reference keeps F32.
   if (o.kv_dtype == "auto" && o.dev.device == "cuda") return "fp8";

@@ -1,4 +1,4 @@
-// Microbenchmarks of the CUDA kernels at Gemma-4-12B shapes (issue 6). Prints tables; run by
+// Microbenchmarks of the CUDA kernels at Gemma-4-12B shapes. Prints tables; run by
 // tests/cuda_kernels/run.sh on the GPU host. Timing: CUDA graph of many launches (rotating over weight /
 // KV copies that together exceed L2), CUDA events, warm-up, median of samples.
 // cuBLAS (baseline only) is loaded with dlopen so the binary runs without it.

@@ -1,4 +1,4 @@
-// Read-bandwidth probe for the decode GEMM (issue 6): what the decode kernels' access pattern can
+// Read-bandwidth probe for the decode GEMM: what the decode kernels' access pattern can
 // reach with no math, so a decode kernel's shortfall can be split into "pattern / bytes in
 // flight" and "everything else". Usage: g4c_gpu_stream_bench [--green N].
 //

@@ -34,7 +34,7 @@ namespace {
 // implementations differ by accumulation order and fused rounding points, i.e. by the same
 // order as bf16 vs fp32; 3× that mean is the bound. A wrong kernel (RoPE pair, window, norm)
 // moves logits by > 0.5 on average.
-constexpr double kTop1 = 0.99;          // issue 7: top-1 agreement with p*.logits_bf16 ≥ 99%
+constexpr double kTop1 = 0.99;          // required top-1 agreement with p*.logits_bf16: ≥ 99%
 constexpr double kMeanAbsDelta = 0.06;  // 3 × HF bf16-vs-fp32 mean |Δlogit|
 
 // The vendored HF goldens (tests/data/golden/gemma4-tiny, reduced: see its README) in the tree
@@ -169,7 +169,7 @@ TEST(CudaBackend, GreedyGenerationsMatchBf16Goldens) {
     reqs.push_back(std::move(r));
   }
   ASSERT_EQ(reqs.size(), 8u);
-  // Issue 7 asks for >= 7/8 exact, allowing that "bf16 rounding may flip a near-tie". A CPU model
+  // The requirement is >= 7/8 exact, allowing that "bf16 rounding may flip a near-tie". A CPU model
   // rounding at exactly HF's bf16 points (tests/bf16) reproduces only 3/8: softcapped bf16 logits
   // tie or sit within 1-2 bf16 steps at the split points, so which token wins depends on cuBLAS's
   // summation order. What this test asserts instead is that every divergence IS such a flip: at

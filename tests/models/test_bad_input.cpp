@@ -1,4 +1,4 @@
-// Bad input for models/ (issue 2): every case gives one g4c::Error naming the file and
+// Bad input for models/: every case gives one g4c::Error naming the file and
 // what is wrong, and nothing crashes. Labelled "sanitize": CI runs it under ASan+UBSan.
 #include <unistd.h>
 

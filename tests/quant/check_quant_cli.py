@@ -85,7 +85,7 @@ if case == "eval_golden":
     q = res[128]
     check(q["token_count"] == ref_tokens, f"token_count {q['token_count']} == {ref_tokens} (BOS + golden ids)")
     check(q["sequence_count"] == 3, "sequence_count 3")
-    # The fp32 CPU logits match HF fp32 to ≤2e-3 (issue 4's bound); the NLL, an average
+    # The fp32 CPU logits match HF fp32 to ≤2e-3 (test_golden's bound); the NLL, an average
     # of log-softmax differences, then agrees to ~1e-4 per token. 5e-4 leaves margin
     # while still catching a wrong softcap (≈1e-2) or a missing layer_scalar (≫1).
     check(abs(q["mean_nll"] - ref_sum / ref_tokens) < 5e-4,

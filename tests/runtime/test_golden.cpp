@@ -17,7 +17,7 @@ using namespace g4c;
 namespace {
 
 // HF's fp32 run vs ours: both accumulate in fp32 but in different orders through 12 layers;
-// the design note measured 4e-6 for an independent fp32 implementation. 2e-3 (the issue's
+// the design note measured 4e-6 for an independent fp32 implementation. 2e-3 (the required
 // bound) leaves room for summation-order differences over 700 positions, far below any real
 // error (a wrong window or RoPE pair moves logits by >1e-1).
 constexpr float kLogitTolerance = 2e-3f;
