@@ -4,7 +4,9 @@
 // Each {"text": ...} line is tokenized with BOS by DIR/tokenizer.json, cut at
 // --max-sequence-length, fed in chunks of --chunk-size through the KV cache, and every
 // next token is scored with an fp32 log-softmax of the soft-capped logits. Sequences
-// are bucketed by their token length (smallest of 128, 256, … ≥ the length).
+// are bucketed by their token length (smallest of 128, 256, … ≥ the length). Each sequence's
+// NLL sum and token count are kept (`sequence_nll`, `sequence_tokens`), so that a --reference
+// written the same way gives ΔNLL a paired standard error over the sequences.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -62,6 +64,30 @@ void add_reference(nlohmann::json& j, const nlohmann::json& ref) {
   j["reference_mean_nll"] = r;
   j["delta_nll"] = m - r;
   j["perplexity_ratio"] = std::exp(m - r);
+}
+
+// ΔNLL = Σd / Σn over sequences i, d_i = nll_i − reference nll_i and n_i tokens: a ratio
+// estimator over the sequences as sampled clusters. Its standard error (delta method, the paired
+// sequences the unit): sqrt(N/(N−1) · Σ (d_i − ΔNLL·n_i)²) / Σn. Added with a 95 % interval
+// (± 1.96 SE) when the reference holds the same sequences (same token counts), else nothing.
+void add_paired_error(nlohmann::json& out, const std::vector<double>& nll, const std::vector<int64_t>& tokens,
+                      const nlohmann::json& ref) {
+  if (!ref.contains("sequence_nll") || !ref.contains("sequence_tokens") || nll.size() < 2) return;
+  const auto rn = ref["sequence_nll"].get<std::vector<double>>();
+  const auto rt = ref["sequence_tokens"].get<std::vector<int64_t>>();
+  if (rn.size() != nll.size() || rt != tokens) return;
+  double dsum = 0, nsum = 0;
+  for (size_t i = 0; i < nll.size(); ++i) dsum += nll[i] - rn[i], nsum += double(tokens[i]);
+  const double r = dsum / nsum;
+  double ss = 0;
+  for (size_t i = 0; i < nll.size(); ++i) {
+    const double e = (nll[i] - rn[i]) - r * double(tokens[i]);
+    ss += e * e;
+  }
+  const double n = double(nll.size()), se = std::sqrt(n / (n - 1) * ss) / nsum;
+  out["delta_nll_se"] = se;
+  out["delta_nll_ci95"] = {r - 1.96 * se, r + 1.96 * se};
+  out["paired_sequences"] = nll.size();
 }
 
 void run_eval(const EvalArgs& a) {
@@ -186,18 +212,33 @@ void run_eval(const EvalArgs& a) {
     jb[key] = e;
   }
   out["by_bucket"] = jb;
+  std::vector<int64_t> seq_tokens;
+  for (const auto& s : seqs) seq_tokens.push_back(int64_t(s.size()) - 1);
+  out["sequence_nll"] = nll;
+  out["sequence_tokens"] = seq_tokens;
   if (!a.reference.empty()) {
     out["reference"] = a.reference;
     add_reference(out, ref);
+    add_paired_error(out, nll, seq_tokens, ref);
   }
   out["elapsed_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out["threads"] = threads;
   std::ofstream of(a.output);
   if (!of) throw Error("eval: cannot write " + a.output);
   of << out.dump(2) << "\n";
+  std::string delta;
+  if (out.contains("delta_nll")) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, ", ΔNLL %.6f", out["delta_nll"].get<double>());
+    delta = buf;
+    if (out.contains("delta_nll_se")) {
+      std::snprintf(buf, sizeof buf, " ± %.6f (95 %%, %d paired sequences)", 1.96 * out["delta_nll_se"].get<double>(),
+                    out["paired_sequences"].get<int>());
+      delta += buf;
+    }
+  }
   std::fprintf(stderr, "eval: %zu sequences, %lld tokens, mean NLL %.6f, perplexity %.4f%s\n", seqs.size(),
-               (long long)all.tokens, out["mean_nll"].get<double>(), out["perplexity"].get<double>(),
-               out.contains("delta_nll") ? (", ΔNLL " + std::to_string(out["delta_nll"].get<double>())).c_str() : "");
+               (long long)all.tokens, out["mean_nll"].get<double>(), out["perplexity"].get<double>(), delta.c_str());
 }
 
 }  // namespace

@@ -112,6 +112,28 @@ if case == "eval_golden":
     withref = evaluate(model, ds, os.path.join(work, "golden3-ref.json"), "--reference", os.path.join(work, "golden3-c16.json"))
     check(abs(withref["delta_nll"] - (withref["mean_nll"] - res[16]["mean_nll"])) < 1e-12 and
           withref["reference_mean_nll"] == res[16]["mean_nll"], "--reference gives reference_mean_nll and delta_nll")
+    # Per-sequence sums, added in dataset order to nll_sum: Python's left-to-right sum of the same
+    # doubles (JSON keeps them exact) is the same number to the bit.
+    check(len(q["sequence_nll"]) == 3 and sum(q["sequence_nll"]) == q["nll_sum"] and
+          sum(q["sequence_tokens"]) == q["token_count"], "sequence_nll / sequence_tokens add up to the totals")
+    # The paired standard error of ΔNLL (ratio estimator over sequences), recomputed in float64
+    # against a model that differs per sequence (the INT8 table); only the order of the sums
+    # differs, so 1e-9 relative.
+    i8 = evaluate(model, ds, os.path.join(work, "golden3-i8.json"), "--table-dtype", "int8",
+                  "--reference", os.path.join(work, "golden3-c128.json"))
+    d = [a - b for a, b in zip(i8["sequence_nll"], q["sequence_nll"])]
+    n = i8["sequence_tokens"]
+    delta = sum(d) / sum(n)
+    se = math.sqrt(len(d) / (len(d) - 1) * sum((x - delta * t) ** 2 for x, t in zip(d, n))) / sum(n)
+    check(se > 0 and i8["paired_sequences"] == 3 and abs(i8["delta_nll_se"] - se) <= 1e-9 * se,
+          f"delta_nll_se {i8['delta_nll_se']!r} == float64 {se!r}")
+    lo, hi = i8["delta_nll_ci95"]
+    check(abs(lo - (delta - 1.96 * se)) <= 1e-9 * se and abs(hi - (delta + 1.96 * se)) <= 1e-9 * se,
+          "ci95 = ΔNLL ± 1.96 SE")
+    # A reference of other sequences (the lab's file: no per-sequence NLLs) gives ΔNLL alone.
+    lab_ref = os.path.join(src, "datasets", "lab", "reference", "bf16-public-quality.json")
+    qr = evaluate(model, ds, os.path.join(work, "golden3-labref.json"), "--reference", lab_ref)
+    check("delta_nll" in qr and "delta_nll_se" not in qr, "no paired error against other sequences")
     sys.exit(0)
 
 if case == "int4_vs_fake":
