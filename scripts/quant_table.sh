@@ -4,7 +4,8 @@
 # (datasets/lab). Usage: scripts/quant_table.sh [BUILD_DIR] [WORK_DIR] [ROWS...]
 # ROWS (default: all) are names like gptq-g128-asym-mse, gptq-act-gptaq-g64-sym-none (method rtn |
 # gptq | gptq-act, then -awq for the AWQ scales and
-# -gptaq for GPTAQ, group, codes, clip); results go to WORK/table.tsv.
+# -gptaq for GPTAQ, group, codes, clip); results go to WORK/table.tsv (row, set, mean NLL,
+# ΔNLL, its 95 % half-width over the paired sequences, arguments).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 g4c=${1:-$root/build}/bin/g4c
@@ -47,7 +48,7 @@ for row in "${rows[@]}"; do
     r=$(ref "$ds")
     out=$work/$row-$tag.json
     [[ -f $out ]] || "$g4c" eval --model "$q" --dataset "$ds" --reference "$r" -o "$out" >&2
-    printf '%s\t%s\t%s\t%s\n' "$row" "$tag" "$(python3 -c "import json;d=json.load(open('$out'));print(f\"{d['mean_nll']:.6f}\t{d['delta_nll']:.4f}\")")" "${args[*]}" \
+    printf '%s\t%s\t%s\t%s\n' "$row" "$tag" "$(python3 -c "import json;d=json.load(open('$out'));se=d.get('delta_nll_se');print(f\"{d['mean_nll']:.6f}\t{d['delta_nll']:.4f}\t\"+(f\"±{1.96*se:.4f}\" if se is not None else '-'))")" "${args[*]}" \
       | tee -a "$work/table.tsv"
   done
 done
