@@ -39,6 +39,14 @@ inline CLI::Option* add_table_dtype_option(CLI::App* cmd, std::string& target, c
       ->capture_default_str();
 }
 
+// The KV storage --kv-dtype asks for. auto is `fp8` for a GPU plan: within the quality bounds of
+// BENCHMARKS.md (tiny model ΔNLL +0.001 against BF16 KV, 12B logits cosine >= 0.9994, the same
+// tokens on performance_public) and faster on every benchmark set; otherwise auto stays auto,
+// which g4-plan-kv stores as F32 in a CPU plan.
+inline std::string resolve_kv_dtype(const std::string& option, bool gpu_plan) {
+  return option == "auto" && gpu_plan ? "fp8" : option;
+}
+
 // The table storage --table-dtype asks for. auto is `int8` for a GPU plan: half the table's bytes
 // (Gemma-4-12B: 1.0 GB more for KV, half the LM head's bytes per decode step) for ΔNLL +0.0001 on
 // the tiny model, the 12B's logits at cosine 0.9996 to the BF16 table's and performance_large

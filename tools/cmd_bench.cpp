@@ -336,23 +336,30 @@ json bench(const BenchArgs& a) {
       "max(FLOPs/peak FLOP/s, bytes/peak B/s) / elapsed";
   rep["checkpoint_bytes"] = ckpt_bytes;
   rep["step_weight_bytes"] = step_weight_bytes;
-  // Pure decode steps of the timed runs by batch size (row ranges 1, 2, 3-4, 5-8, 9-16, 17-32,
-  // 33 and more; rows_min / rows_max: the counts seen in the range): their own measured time and
-  // roofline fraction.
+  // Pure decode steps of the timed runs by their exact row count (summed over the runs): how
+  // often each size runs, and so how much a CUDA-graph bucket pads them (the plan's decode
+  // buckets: g4c inspect).
+  std::map<int, runtime::DecodeBatchStats> rows_sum;
+  for (const auto& r : full)
+    for (const auto& [rows, d] : r.decode_by_rows) rows_sum[rows] += d;
+  json by_rows = json::array();
+  for (const auto& [rows, d] : rows_sum)
+    by_rows.push_back({{"rows", rows}, {"steps", d.steps}, {"ms_per_step", 1e3 * d.seconds / double(d.steps)}});
+  // The same steps by batch size (row ranges 1, 2, 3-4, 5-8, 9-16, 17-32, 33 and more; rows_min /
+  // rows_max: the counts seen in the range): their own measured time and roofline fraction.
   json by_batch = json::array();
   constexpr int kRanges[][2] = {{1, 1}, {2, 2}, {3, 4}, {5, 8}, {9, 16}, {17, 32}, {33, INT_MAX}};
   for (const auto& [lo, hi] : kRanges) {
     runtime::DecodeBatchStats sum;
     bench::DecodeBatch b;
     b.rows_lo = INT_MAX;
-    for (const auto& r : full)
-      for (const auto& [rows, d] : r.decode_by_rows)
-        if (rows >= lo && rows <= hi) {
-          b.rows_lo = std::min(b.rows_lo, rows);
-          b.rows_hi = std::max(b.rows_hi, rows);
-          b.rows += d.steps * rows;
-          sum += d;
-        }
+    for (const auto& [rows, d] : rows_sum)
+      if (rows >= lo && rows <= hi) {
+        b.rows_lo = std::min(b.rows_lo, rows);
+        b.rows_hi = std::max(b.rows_hi, rows);
+        b.rows += d.steps * rows;
+        sum += d;
+      }
     if (sum.steps == 0) continue;
     b.steps = sum.steps;
     b.seconds = sum.seconds;
@@ -361,14 +368,6 @@ json bench(const BenchArgs& a) {
     by_batch.push_back(bench::decode_batch_json(engine->config(), step_weight_bytes, b, sched.kv_token_bytes, ceil));
   }
   rep["decode_by_batch"] = by_batch;
-  // The same steps by their exact row count (timed runs summed): how often each size runs, and so
-  // how much a CUDA-graph bucket pads them (the plan's decode buckets: g4c inspect).
-  std::map<int, runtime::DecodeBatchStats> rows_sum;
-  for (const auto& r : full)
-    for (const auto& [rows, d] : r.decode_by_rows) rows_sum[rows] += d;
-  json by_rows = json::array();
-  for (const auto& [rows, d] : rows_sum)
-    by_rows.push_back({{"rows", rows}, {"steps", d.steps}, {"ms_per_step", 1e3 * d.seconds / double(d.steps)}});
   rep["decode_steps_by_rows"] = by_rows;
   if (a.dev.emulate == "1g.10gb") {
     // The emulation has the whole GPU's HBM bandwidth; a real slice has 1/8 of it: project.

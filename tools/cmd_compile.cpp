@@ -59,8 +59,8 @@ void run_compile(const CompileArgs& args) {
   passes::PipelineOptions opts = args.pipeline;
   opts.budget_mib = parse_budget_mib(args.budget);
   // GPU plans store K/V as FP8 and the table as INT8 unless asked otherwise, as `g4c run/bench` on
-  // cuda compile them (tools/run_options.cpp kv_dtype_for, cli::resolve_table_dtype).
-  if (opts.kv_dtype == "auto" && args.bf16_activations) opts.kv_dtype = "fp8";
+  // cuda compile them.
+  opts.kv_dtype = cli::resolve_kv_dtype(opts.kv_dtype, args.bf16_activations);
   opts.table_dtype = cli::resolve_table_dtype(args.table_dtype, args.bf16_activations);
 
   mlir::MLIRContext ctx(mlir::MLIRContext::Threading::DISABLED);

@@ -142,8 +142,9 @@ void run_eval(const EvalArgs& a) {
     buckets.push_back(b);
     if (b >= a.max_len) break;
   }
+  std::vector<int64_t> seq_tokens;  // scored tokens per sequence
   int64_t total_tokens = 0;
-  for (const auto& s : seqs) total_tokens += int64_t(s.size()) - 1;
+  for (const auto& s : seqs) total_tokens += seq_tokens.emplace_back(int64_t(s.size()) - 1);
   std::vector<double> nll(seqs.size(), 0.0);
   {
     Progress bar("eval " + std::to_string(seqs.size()) + " sequences", uint64_t(total_tokens));
@@ -212,8 +213,6 @@ void run_eval(const EvalArgs& a) {
     jb[key] = e;
   }
   out["by_bucket"] = jb;
-  std::vector<int64_t> seq_tokens;
-  for (const auto& s : seqs) seq_tokens.push_back(int64_t(s.size()) - 1);
   out["sequence_nll"] = nll;
   out["sequence_tokens"] = seq_tokens;
   if (!a.reference.empty()) {

@@ -53,14 +53,6 @@ runtime::EngineOptions engine_options(const RunOptions& o, int max_seq_len) {
   return eo;
 }
 
-std::string kv_dtype_for(const RunOptions& o) {
-  // FP8 on cuda: within the quality bounds of BENCHMARKS.md (tiny model ΔNLL +0.001 against BF16 KV,
-  // 12B logits cosine >= 0.9994, the same tokens on performance_public) and faster on every
-  // benchmark set (BENCHMARKS.md "KV storage"); the CPU reference keeps F32.
-  if (o.kv_dtype == "auto" && o.dev.device == "cuda") return "fp8";
-  return o.kv_dtype;
-}
-
 plan::Plan plan_for(const RunOptions& o, int max_seq_len) {
   if (!o.plan.empty()) {
     if (o.kv_dtype != "auto")
@@ -77,7 +69,7 @@ plan::Plan plan_for(const RunOptions& o, int max_seq_len) {
   po.max_seqs = o.batch_size > 0 ? o.batch_size : runtime::kMaxAutoBatch;
   po.max_chunk = std::max(256, std::min(max_seq_len, budget));  // as Engine::open's default
   po.max_seq_len = max_seq_len;
-  po.kv_dtype = kv_dtype_for(o);
+  po.kv_dtype = cli::resolve_kv_dtype(o.kv_dtype, o.dev.device == "cuda");
   po.table_dtype = cli::resolve_table_dtype(o.table_dtype, o.dev.device == "cuda");
   // The device budget constrains device plans; the CPU backend holds everything in host memory.
   if (o.dev.device == "cpu") po.budget_mib = int64_t(1) << 40;

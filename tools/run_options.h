@@ -26,7 +26,7 @@ struct RunOptions {
   int token_budget = 0;
   int chunk = 0;
   int mixed_prefill = -1;  // -1: the device's default (step_mixed_prefill_tokens)
-  std::string kv_dtype = "auto";  // KV storage of the plan compiled in process (kv_dtype_for)
+  std::string kv_dtype = "auto";  // KV storage of the plan compiled in process (cli::resolve_kv_dtype)
   std::string table_dtype = "auto";  // its embedding / LM head table (cli::resolve_table_dtype)
   runtime::DeviceFlags dev;  // --device, --emulate, --budget, --trace, --deterministic
 };
@@ -46,8 +46,6 @@ runtime::EngineOptions engine_options(const RunOptions& o, int max_seq_len);
 // The plan to run: --plan FILE, or the checkpoint compiled in process (frontend → passes →
 // codegen, tools/compile_plan.h) for this batch, sequence length and the chunk the engine will
 // use, so the ring capacity (W−1+chunk) matches the run.
-// The KV storage of the plan compiled in process: --kv-dtype, where auto means fp8 on cuda.
-std::string kv_dtype_for(const RunOptions& o);
 plan::Plan plan_for(const RunOptions& o, int max_seq_len);
 
 // The engine these options describe, with its plan (plan_for) and backend (--device).
